@@ -1,0 +1,25 @@
+"""Backends: compile an ONNX file to an artifact; load an artifact to a callable.
+
+A loaded region takes a list of numpy arrays and returns a list of arrays.
+Importing this package never imports torch or a compiler; each backend
+imports its own library when used.
+"""
+from __future__ import annotations
+
+from .base import Backend
+from .onnxruntime import OnnxRuntimeBackend
+from .torch_eager import TorchBackend
+
+BACKENDS: dict[str, type[Backend]] = {
+    OnnxRuntimeBackend.name: OnnxRuntimeBackend,
+    TorchBackend.name: TorchBackend,
+}
+
+__all__ = ["Backend", "BACKENDS", "get_backend"]
+
+
+def get_backend(name: str, **options) -> Backend:
+    try:
+        return BACKENDS[name](**options)
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}") from None

@@ -1,0 +1,26 @@
+"""The backend protocol."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["Backend", "RegionFn"]
+
+RegionFn = Callable[[Sequence[np.ndarray]], list]
+
+
+class Backend:
+    """Compile an ONNX file into an artifact; load an artifact as a callable."""
+
+    name = ""
+    suffix = ""
+
+    def __init__(self, threads: int = 1):
+        self.threads = threads
+
+    def compile(self, onnx_path: str, artifact_path: str) -> None:
+        raise NotImplementedError
+
+    def load(self, artifact_path: str, package_dir: str) -> RegionFn:
+        raise NotImplementedError

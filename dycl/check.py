@@ -1,0 +1,64 @@
+"""Check a package against the original model: max error δ, decision inconsistency η, paths."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .explore import RewriteMismatch, compare, to_numpy
+from .runtime import load
+
+__all__ = ["CheckResult", "check_package", "decisions_of"]
+
+
+class CheckResult:
+    __slots__ = ("samples", "delta", "eta", "paths", "failure", "tolerance")
+
+    def __init__(self, samples: int, delta: float, eta: int, paths: int, failure: str, tolerance: float):
+        self.samples, self.delta, self.eta, self.paths = samples, delta, eta, paths
+        self.failure, self.tolerance = failure, tolerance
+
+    @property
+    def passed(self) -> bool:
+        return not self.failure
+
+    def as_dict(self) -> dict:
+        return {"samples": self.samples, "delta": self.delta, "eta": self.eta, "paths": self.paths,
+                "passed": self.passed, "failure": self.failure, "tolerance": self.tolerance}
+
+
+def decisions_of(value) -> list:
+    """The discrete outcome of an output: argmax of float arrays, exact integers and scalars."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            return [value.reshape(-1, value.shape[-1]).argmax(-1).tolist() if value.ndim else None]
+        return [value.tolist()]
+    if isinstance(value, (tuple, list)):
+        return [d for v in value for d in decisions_of(v)]
+    if isinstance(value, dict):
+        return [d for v in value.values() for d in decisions_of(v)]
+    return [value if not isinstance(value, float) else None]
+
+
+def check_package(path: str, spec, exploration, n: int, seed: int = 0, tolerance: float = 1e-4) -> CheckResult:
+    package = load(path)
+    inputs = spec.sample_inputs(max(n, 1), seed=seed) if n else [spec.inputs]
+    delta, eta, failure = 0.0, 0, ""
+    for k, inp in enumerate(inputs):
+        with torch.no_grad():
+            expected = to_numpy(spec.model(*inp))
+        got = package(*[to_numpy(v) for v in inp])
+        try:
+            err = compare(expected, got, f"sample {k}")
+        except RewriteMismatch as exc:
+            failure = failure or f"output mismatch: {exc}"
+            eta += 1
+            continue
+        delta = max(delta, err)
+        if decisions_of(expected) != decisions_of(got):
+            eta += 1
+    paths = len(set(exploration.paths[1:])) if len(exploration.paths) > 1 else len(set(exploration.paths))
+    if not failure and delta > tolerance:
+        failure = f"max error δ = {delta:.3g} exceeds {tolerance:g}"
+    if not failure and eta:
+        failure = f"η = {eta}: {eta} of {len(inputs)} samples decide differently from the original model"
+    return CheckResult(len(inputs), delta, eta, paths, failure, tolerance)

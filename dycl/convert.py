@@ -1,0 +1,234 @@
+"""The conversion pipeline: an explicit ordered list of small steps over one state.
+
+load → rewrite → generate → explore → export → package → check. Each step's
+failure is re-raised as `StepFailed` naming the step; the output directory is
+written to a temporary folder and renamed into place only when every step,
+the final check included, has passed.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from typing import Callable
+
+from hostgen import host_source, regions_source
+from rewrite import ConversionError, rewrite_model
+
+from . import __version__
+from ._torch_regions import import_regions
+from .backends import get_backend
+from .check import check_package
+from .explore import explore
+from .export import export_region, verify_region
+from .modelfile import load_model_file
+from .package import write_manifest, write_report
+
+__all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS"]
+
+
+class ConvertOptions:
+    __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed")
+
+    def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
+                 model: str | None = None, inputs: list[str] | None = None, seed: int = 0):
+        self.model_file, self.out, self.backend, self.check = model_file, out, backend, check
+        self.model, self.inputs, self.seed = model, inputs, seed
+
+
+class ConversionResult:
+    """What a successful conversion produced, for the CLI summary and the report."""
+
+    def __init__(self):
+        self.spec = None
+        self.program = None
+        self.exploration = None
+        self.forced_runs = 0
+        self.region_meta: list[dict] = []
+        self.artifacts = 0
+        self.check = None
+        self.timings: dict[str, float] = {}
+        self.workdir = ""
+        self.out = ""
+
+
+class StepFailed(Exception):
+    def __init__(self, step: str, error: BaseException):
+        self.step, self.error = step, error
+        super().__init__(f"failed in step {step}: {error}")
+
+
+# -- steps -------------------------------------------------------------------
+
+
+def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
+    st.spec = load_model_file(opts.model_file, opts.model, opts.inputs)
+
+
+def step_rewrite(opts: ConvertOptions, st: ConversionResult) -> None:
+    st.program = rewrite_model(st.spec.model, st.spec.inputs)
+
+
+def step_generate(opts: ConvertOptions, st: ConversionResult) -> None:
+    source = os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
+    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(source)))
+    _write(os.path.join(st.workdir, "regions_torch.py"), regions_source(st.program))
+    scratch = os.path.join(st.workdir, ".scratch")
+    os.makedirs(scratch, exist_ok=True)
+    _write(os.path.join(scratch, "host_explore.py"), host_source(st.program, source, instrument=True))
+
+
+def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
+    from .runtime.model import _import_host
+
+    scratch = os.path.join(st.workdir, ".scratch")
+    st.regions_module = import_regions(os.path.join(st.workdir, "regions_torch.py"), st.program.globals)
+    host = _import_host(os.path.join(scratch, "host_explore.py"))
+    inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
+    st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
+                                             [r.name for r in st.program.regions], inputs)
+    unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
+    if unreached:
+        names = ", ".join(f"{r.name} ({r.origin})" for r in unreached)
+        raise RuntimeError(f"no input reached region(s) {names}, even with every decision forced; "
+                           "add sample_inputs() that take those paths")
+
+
+def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
+    backend = get_backend(opts.backend)
+    scratch = os.path.join(st.workdir, ".scratch")
+    regions_dir = os.path.join(st.workdir, "regions")
+    os.makedirs(regions_dir, exist_ok=True)
+    by_hash: dict[str, str] = {}
+    st.region_meta = []
+    for region in st.program.regions:
+        record = st.exploration.records[region.name]
+        fn = getattr(st.regions_module, region.name)
+        origin = f"{region.origin.func} {region.origin.lines}"
+        onnx_path = os.path.join(scratch, f"{region.name}.onnx")
+        info = export_region(st.spec.model, fn, record, onnx_path, origin)
+        artifact = None
+        if info["graph_leaves"]:
+            if backend.name == "torch":
+                artifact = f"regions/{region.name}.json"
+                _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
+                                                                  "graph_leaves": info["graph_leaves"]}))
+            else:
+                digest = _sha256(onnx_path)
+                artifact = by_hash.get(digest)
+                if artifact is None:
+                    artifact = f"regions/{region.name}{backend.suffix}"
+                    backend.compile(onnx_path, os.path.join(st.workdir, artifact))
+                    by_hash[digest] = artifact
+            run = backend.load(os.path.join(st.workdir, artifact), st.workdir)
+            verify_region(st.spec.model, fn, record, run, info, origin)
+        st.region_meta.append(_region_meta(region, record, info, artifact, origin))
+    st.artifacts = len({m["artifact"] for m in st.region_meta if m["artifact"]})
+
+
+def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
+    shutil.rmtree(os.path.join(st.workdir, ".scratch"), ignore_errors=True)
+    if opts.backend != "torch":
+        os.remove(os.path.join(st.workdir, "regions_torch.py"))
+    write_manifest(st.workdir, st, opts.backend, __version__)
+
+
+def step_check(opts: ConvertOptions, st: ConversionResult) -> None:
+    st.check = check_package(st.workdir, st.spec, st.exploration, opts.check, opts.seed)
+    write_report(st.workdir, st)
+    if not st.check.passed:
+        raise RuntimeError(st.check.failure)
+
+
+STEPS: list[tuple[str, Callable]] = [
+    ("load", step_load),
+    ("rewrite", step_rewrite),
+    ("generate", step_generate),
+    ("explore", step_explore),
+    ("export", step_export),
+    ("package", step_package),
+    ("check", step_check),
+]
+
+
+def convert(opts: ConvertOptions, on_step: Callable[[str, str], None] | None = None) -> ConversionResult:
+    """Run every step; on success the package is at `opts.out`, otherwise nothing is left behind."""
+    st = ConversionResult()
+    out = os.path.abspath(opts.out)
+    parent = os.path.dirname(out)
+    os.makedirs(parent, exist_ok=True)
+    st.workdir = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=parent)
+    try:
+        for name, step in STEPS:
+            if on_step:
+                on_step(name, "start")
+            start = time.perf_counter()
+            try:
+                step(opts, st)
+            except (ConversionError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                raise StepFailed(name, exc) from exc
+            st.timings[name] = time.perf_counter() - start
+            if on_step:
+                on_step(name, "done")
+        _replace_dir(st.workdir, out)
+        st.out = out
+        return st
+    finally:
+        if os.path.exists(st.workdir):
+            shutil.rmtree(st.workdir, ignore_errors=True)
+
+
+def _replace_dir(src: str, dst: str) -> None:
+    old = None
+    if os.path.exists(dst):
+        old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old-", dir=os.path.dirname(dst))
+        os.rmdir(old)
+        os.rename(dst, old)
+    os.chmod(src, 0o755)
+    os.rename(src, dst)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _region_meta(region, record, info, artifact, origin) -> dict:
+    from .runtime.spec import count_leaves
+
+    n_out = sum(count_leaves(s) for s in record.out_specs)
+    graph_index = {leaf: k for k, leaf in enumerate(info["graph_leaves"])}
+    dims = record.dims()
+    example = next(iter(record.examples.values()))
+    return {
+        "name": region.name,
+        "origin": origin,
+        "artifact": artifact,
+        "inputs": [{"name": n, "spec": s} for n, s in zip(region.inputs, record.in_specs)],
+        "outputs": [{"name": n, "spec": s} for n, s in zip(region.outputs, record.out_specs)],
+        "input_leaves": [{"dtype": str(t.numpy().dtype), "shape": [d if d is not None else f"i{k}_d{a}"
+                                                                    for a, d in enumerate(dims[k])]}
+                         for k, t in enumerate(example)],
+        "graph_inputs": info["graph_inputs"],
+        "output_leaves": [{"source": "graph", "index": graph_index[i]} if i in graph_index
+                          else {"source": "input", "index": record.passthrough[i]} for i in range(n_out)],
+        "source_lines": [region.origin.first, region.origin.last],
+    }
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _json(obj) -> str:
+    import json
+
+    return json.dumps(obj, indent=2, sort_keys=False) + "\n"
+
+
+def _sha256(path: str) -> str:
+    from .runtime.model import _sha256 as digest
+
+    return digest(path)
+

@@ -1,0 +1,214 @@
+"""Shape exploration: run the rewritten program in torch, force every decision both ways.
+
+Every region gets example inputs (even regions no sample reaches), every
+region input dim seen to vary becomes symbolic, and the natural runs check
+the rewrite against the original model before anything is exported.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ._torch_regions import flatten_torch
+from .runtime.spec import describe, flatten, unflatten
+
+__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch"]
+
+
+class RewriteMismatch(Exception):
+    """The rewritten program disagrees with the original model."""
+
+
+def to_numpy(value):
+    """Torch values as the host sees them: arrays, scalars, containers."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    if isinstance(value, tuple):
+        return tuple(to_numpy(v) for v in value)
+    if isinstance(value, list):
+        return [to_numpy(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_numpy(v) for k, v in value.items()}
+    return value
+
+
+class RegionRecord:
+    """What exploration saw of one region."""
+
+    __slots__ = ("name", "in_specs", "out_specs", "examples", "calls", "passthrough", "sources")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.in_specs: list | None = None
+        self.out_specs: list | None = None
+        self.examples: dict[tuple, list[torch.Tensor]] = {}  # signature -> flat inputs
+        self.calls = 0
+        self.passthrough: dict[int, int] = {}  # output leaf -> input leaf
+        self.sources: list | None = None
+
+    def dims(self) -> list[list]:
+        """Per input leaf, each dim's size, or None where it varied."""
+        sigs = list(self.examples)
+        dims = []
+        for leaf in range(len(sigs[0])):
+            shapes = [s[leaf][0] for s in sigs]
+            dims.append([shapes[0][a] if all(len(sh) == len(shapes[0]) and sh[a] == shapes[0][a] for sh in shapes)
+                         else None for a in range(len(shapes[0]))])
+        return dims
+
+    def __repr__(self) -> str:
+        return f"RegionRecord({self.name}, {self.calls} calls, {len(self.examples)} signatures)"
+
+
+def _signature(leaves) -> tuple:
+    return tuple((tuple(t.shape), str(t.dtype)) for t in leaves)
+
+
+class _ExploringRegions:
+    """The `regions` object the instrumented host calls during exploration."""
+
+    def __init__(self, explorer: "Exploration", force: dict[str, bool]):
+        self._explorer = explorer
+        self._force = force
+        self.path: list[tuple[str, bool]] = []
+
+    def decide(self, decision: str, dclass: str, value) -> bool:
+        taken = bool(value)
+        if dclass == "value" and decision in self._force:
+            taken = self._force[decision]
+        self.path.append((decision, taken))
+        return taken
+
+    def __getattr__(self, name: str):
+        fn = getattr(self._explorer.module, name)
+        record = self._explorer.records[name]
+        model = self._explorer.model
+
+        def call(*args):
+            in_specs = [describe(a, lambda v: isinstance(v, np.ndarray)) for a in args]
+            flat: list = []
+            for a, s in zip(args, in_specs):
+                flatten(a, s, flat)
+            tensors = [torch.from_numpy(np.array(a)) for a in flat]
+            if record.in_specs is None:
+                record.in_specs = in_specs
+            elif record.in_specs != in_specs:
+                raise RewriteMismatch(f"region {name}: its inputs changed structure between calls "
+                                      f"({record.in_specs} vs {in_specs})")
+            leaves = iter(tensors)
+            nested = [unflatten(s, leaves, scalars_as_arrays=True) for s in in_specs]
+            with torch.no_grad():
+                outs = fn(model, *nested)
+            out_specs, out_leaves = [], []
+            for value in outs:
+                spec, leaves_ = flatten_torch(value)
+                out_specs.append(spec)
+                out_leaves.extend(leaves_)
+            for leaf in out_leaves:
+                if not isinstance(leaf, torch.Tensor):
+                    raise RewriteMismatch(f"region {name} returns a Python {type(leaf).__name__}; "
+                                          "a compiled region can only return tensors")
+            passthrough = {i: next((j for j, t in enumerate(tensors) if t is leaf), -1)
+                           for i, leaf in enumerate(out_leaves)}
+            passthrough = {i: j for i, j in passthrough.items() if j >= 0}
+            if record.out_specs is None:
+                record.out_specs, record.passthrough = out_specs, passthrough
+            elif record.out_specs != out_specs:
+                raise RewriteMismatch(f"region {name}: its outputs changed structure between calls")
+            else:
+                record.passthrough = {i: j for i, j in record.passthrough.items() if passthrough.get(i) == j}
+            record.calls += 1
+            record.examples.setdefault(_signature(tensors), [t.clone() for t in tensors])
+            leaves_np = iter([t.numpy() for t in out_leaves])
+            results = [unflatten(s, leaves_np) for s in out_specs]
+            return results[0] if len(results) == 1 else tuple(results)
+
+        return call
+
+
+class Exploration:
+    """Runs the instrumented host with torch regions; collects records and paths."""
+
+    def __init__(self, model, host, module, region_names: list[str]):
+        self.model, self.host, self.module = model, host, module
+        self.records = {n: RegionRecord(n) for n in region_names}
+        self.paths: list[tuple] = []
+        self.arms: set[tuple[str, bool]] = set()
+        self.reached: dict[str, str] = {}
+
+    def run(self, inputs: tuple, force: dict[str, bool] | None = None):
+        regions = _ExploringRegions(self, force or {})
+        args = [to_numpy(v) for v in inputs]
+        out = self.host.forward(regions, *args)
+        self.arms.update(regions.path)
+        return out, tuple(regions.path)
+
+
+def compare(expected, actual, where: str, rtol: float = 1e-4, atol: float = 1e-5) -> float:
+    """Max abs error between two host-shaped values; raises RewriteMismatch on structural differences."""
+    if isinstance(expected, np.ndarray) or isinstance(actual, np.ndarray):
+        e, a = np.asarray(expected), np.asarray(actual)
+        if e.shape != a.shape or e.dtype != a.dtype:
+            raise RewriteMismatch(f"{where}: expected {e.dtype}{list(e.shape)}, got {a.dtype}{list(a.shape)}")
+        if e.size == 0:
+            return 0.0
+        if e.dtype.kind in "fc":
+            return float(np.max(np.abs(e.astype(np.float64) - a.astype(np.float64))))
+        if not np.array_equal(e, a):
+            raise RewriteMismatch(f"{where}: integer/bool values differ")
+        return 0.0
+    if isinstance(expected, (tuple, list)):
+        if type(expected) is not type(actual) or len(expected) != len(actual):
+            raise RewriteMismatch(f"{where}: expected a {type(expected).__name__} of {len(expected)}, got {_describe(actual)}")
+        return max([compare(e, a, f"{where}[{i}]") for i, (e, a) in enumerate(zip(expected, actual))], default=0.0)
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or list(expected) != list(actual):
+            raise RewriteMismatch(f"{where}: expected dict keys {list(expected)}, got {_describe(actual)}")
+        return max([compare(expected[k], actual[k], f"{where}[{k!r}]") for k in expected], default=0.0)
+    if isinstance(expected, float) and isinstance(actual, (float, int)):
+        return abs(expected - actual)
+    if type(expected) is not type(actual) or expected != actual:
+        raise RewriteMismatch(f"{where}: expected {expected!r}, got {actual!r}")
+    return 0.0
+
+
+def _describe(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return type(value).__name__
+
+
+def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4):
+    """Natural runs (checked against `model`), then forced runs until every arm is covered."""
+    exp = Exploration(model, host, module, region_names)
+    natural_paths = []
+    for k, inp in enumerate(inputs):
+        with torch.no_grad():
+            expected = to_numpy(model(*inp))
+        got, path = exp.run(inp)
+        err = compare(expected, got, f"sample {k}: output")
+        if err > tol:
+            raise RewriteMismatch(f"sample {k}: the rewritten program differs from the model by {err:.3g}")
+        natural_paths.append(path)
+    exp.paths = natural_paths
+    forced_runs = 0
+    for _ in range(max_forced):
+        decisions = {d for d, _ in exp.arms}
+        missing = sorted((d, v) for d in decisions for v in (True, False) if (d, v) not in exp.arms)
+        if not missing:
+            break
+        progress = False
+        for decision, value in missing:
+            if (decision, value) in exp.arms:
+                continue
+            for inp in inputs[:3]:
+                try:
+                    exp.run(inp, {decision: value})
+                except Exception:
+                    continue  # a forced arm may be impossible for this input
+                forced_runs += 1
+                progress = True
+                break
+        if not progress:
+            break
+    return exp, forced_runs

@@ -1,0 +1,107 @@
+"""Export each region to ONNX with its symbolic dims, and check what came out.
+
+Uses the TorchScript exporter (`dynamo=False`): about 0.01 s a region after the
+first, against about 0.6 s for the torch.export-based one, which matters for
+models with 100+ regions. Tracing freezes any Python value computed from a
+tensor, so tracer warnings are errors here; and because exporters can
+silently specialise a dim, each graph's input dims are checked and the graph
+is run on every input signature exploration saw.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import torch
+
+from ._torch_regions import FlatRegion
+from .explore import RegionRecord
+
+__all__ = ["ExportError", "export_region", "verify_region"]
+
+
+class ExportError(Exception):
+    """A region could not be exported faithfully."""
+
+
+def _dim_names(record: RegionRecord) -> dict[str, dict[int, str]]:
+    axes = {}
+    for k, dims in enumerate(record.dims()):
+        varying = {a: f"i{k}_d{a}" for a, d in enumerate(dims) if d is None}
+        if varying:
+            axes[f"i{k}"] = varying
+    return axes
+
+
+def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> dict:
+    """Write `path`; return the graph's feeds (flat input indices) and graph outputs."""
+    n_out = sum(_leaf_count(s) for s in record.out_specs)
+    graph_leaves = [i for i in range(n_out) if i not in record.passthrough]
+    if not graph_leaves:
+        return {"graph_inputs": [], "graph_leaves": []}
+    example = next(iter(record.examples.values()))
+    wrapper = FlatRegion(model, fn, record.in_specs, graph_leaves).eval()
+    input_names = [f"i{k}" for k in range(len(example))]
+    output_names = [f"o{k}" for k in range(len(graph_leaves))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("error", torch.jit.TracerWarning)
+        try:
+            with torch.no_grad():
+                torch.onnx.export(wrapper, tuple(example), path, dynamo=False, input_names=input_names,
+                                  output_names=output_names, dynamic_axes=_dim_names(record),
+                                  do_constant_folding=True)
+        except torch.jit.TracerWarning as warning:
+            raise ExportError(f"region {record.name} ({origin}) turns a tensor into a Python value, which "
+                              f"tracing would freeze into the graph: {warning}") from None
+    graph = onnx.load(path, load_external_data=False).graph
+    feeds = [int(i.name[1:]) for i in graph.input]
+    _check_dims(record, graph, origin)
+    return {"graph_inputs": feeds, "graph_leaves": graph_leaves}
+
+
+def _leaf_count(spec: dict) -> int:
+    from .runtime.spec import count_leaves
+
+    return count_leaves(spec)
+
+
+def _check_dims(record: RegionRecord, graph, origin: str) -> None:
+    dims = record.dims()
+    for inp in graph.input:
+        k = int(inp.name[1:])
+        shape = inp.type.tensor_type.shape.dim
+        for axis, (want, got) in enumerate(zip(dims[k], shape)):
+            if want is None and not got.dim_param:
+                raise ExportError(f"region {record.name} ({origin}): input {k} dim {axis} varies but the "
+                                  f"exporter made it static ({got.dim_value})")
+            if want is not None and got.dim_param:
+                raise ExportError(f"region {record.name} ({origin}): input {k} dim {axis} is fixed at {want} "
+                                  "but the exported graph made it symbolic")
+
+
+def verify_region(model, fn, record: RegionRecord, run, export_info: dict, origin: str,
+                  rtol: float = 1e-3, atol: float = 1e-4) -> float:
+    """Run the compiled region on every signature exploration saw; max abs error vs torch."""
+    wrapper = FlatRegion(model, fn, record.in_specs, export_info["graph_leaves"]).eval()
+    worst = 0.0
+    for example in record.examples.values():
+        with torch.no_grad():
+            expected = [t.numpy() for t in wrapper(*example)]
+        got = run([example[i].numpy() for i in export_info["graph_inputs"]])
+        for k, (e, g) in enumerate(zip(expected, got)):
+            g = np.asarray(g)
+            if e.shape != g.shape or e.dtype != g.dtype:
+                raise ExportError(f"region {record.name} ({origin}): output {k} is {g.dtype}{list(g.shape)}, "
+                                  f"torch gives {e.dtype}{list(e.shape)}")
+            if e.dtype.kind in "fc" and e.size:
+                err = float(np.max(np.abs(e.astype(np.float64) - g.astype(np.float64))))
+                if not np.allclose(g, e, rtol=rtol, atol=atol):
+                    raise ExportError(f"region {record.name} ({origin}): compiled output {k} differs from torch "
+                                      f"by {err:.3g}")
+                worst = max(worst, err)
+            elif e.size and not np.array_equal(e, g):
+                raise ExportError(f"region {record.name} ({origin}): compiled output {k} differs from torch")
+    return worst

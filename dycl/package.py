@@ -1,0 +1,100 @@
+"""The package's manifest (deterministic) and its human-readable report."""
+from __future__ import annotations
+
+import json
+import os
+
+from .runtime.model import _sha256
+
+__all__ = ["write_manifest", "write_report"]
+
+
+def _signature(spec, exploration) -> list[dict]:
+    import torch
+
+    params = []
+    for name, value in zip(_params(spec), spec.inputs):
+        if isinstance(value, torch.Tensor):
+            dynamic = spec.dynamic.get(name, {})
+            shape = [dynamic.get(a, d) for a, d in enumerate(value.shape)]
+            params.append({"name": name, "kind": "array", "dtype": str(value.numpy().dtype), "shape": shape})
+        else:
+            params.append({"name": name, "kind": type(value).__name__})
+    return params
+
+
+def _params(spec) -> list[str]:
+    import inspect
+
+    return list(inspect.signature(spec.model.forward).parameters)
+
+
+def write_manifest(workdir: str, st, backend: str, version: str) -> None:
+    program = st.program
+    files = {}
+    for root, _, names in os.walk(workdir):
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, workdir).replace(os.sep, "/")
+            if rel not in ("manifest.json", "report.md", "report.json"):
+                files[rel] = _sha256(full)
+    manifest = {
+        "format": 1,
+        "dycl": version,
+        "model": program.name,
+        "source": st.spec.path,
+        "backend": backend,
+        "signature": _signature(st.spec, st.exploration),
+        "decisions": [{"id": d.decision, "class": d.dclass, "origin": f"{d.origin.func} {d.origin.lines}"}
+                      for d in program.decisions],
+        "static_decisions": program.static_decisions,
+        "regions": st.region_meta,
+        "files": dict(sorted(files.items())),
+    }
+    with open(os.path.join(workdir, "manifest.json"), "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=1)
+        fh.write("\n")
+
+
+def summary(st) -> dict:
+    program = st.program
+    classes = {"static": program.static_decisions, "shape": 0, "value": 0}
+    for d in program.decisions:
+        classes[d.dclass] = classes.get(d.dclass, 0) + 1
+    return {
+        "model": program.name,
+        "regions": len(program.regions),
+        "artifacts": st.artifacts,
+        "decisions": classes,
+        "forced_runs": st.forced_runs,
+        "check": st.check.as_dict() if st.check else None,
+        "seconds": {k: round(v, 3) for k, v in st.timings.items()},
+    }
+
+
+def write_report(workdir: str, st) -> None:
+    info = summary(st)
+    program = st.program
+    lines = [f"# dycl report: {program.name}", "",
+             f"Source: `{st.spec.path}`  ", f"Regions: {info['regions']} ({info['artifacts']} artifacts)  ",
+             "Decisions: " + ", ".join(f"{v} {k}" for k, v in info["decisions"].items()) + "  ", ""]
+    if st.check:
+        c = st.check
+        lines += ["## Check against the original model", "",
+                  "| samples | max error δ | decision inconsistency η | paths covered | result |",
+                  "|---:|---:|---:|---:|---|",
+                  f"| {c.samples} | {c.delta:.3g} | {c.eta} | {c.paths} | {'pass' if c.passed else 'FAIL: ' + c.failure} |",
+                  ""]
+    lines += ["## Regions", "", "| region | source | inputs | outputs | calls in exploration |", "|---|---|---|---|---:|"]
+    for r in program.regions:
+        rec = st.exploration.records[r.name] if st.exploration else None
+        lines.append(f"| `{r.name}` | {r.origin.func} {r.origin.lines} | {', '.join(r.inputs)} | "
+                     f"{', '.join(r.outputs)} | {rec.calls if rec else 0} |")
+    lines += ["", "## Decisions", "", "| id | class | source |", "|---|---|---|"]
+    for d in program.decisions:
+        lines.append(f"| {d.decision} | {d.dclass}-determined | {d.origin.func} {d.origin.lines} |")
+    with open(os.path.join(workdir, "report.md"), "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    with open(os.path.join(workdir, "report.json"), "w", encoding="utf-8") as fh:
+        json.dump(info, fh, indent=1)
+        fh.write("\n")

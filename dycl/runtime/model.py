@@ -1,0 +1,132 @@
+"""`dycl.load`: verify a package, validate inputs, run its host program."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import types
+
+import numpy as np
+
+from ..backends import get_backend
+from .region import RegionCallable
+
+__all__ = ["load", "CompiledModel", "InputError", "PackageError"]
+
+
+class InputError(ValueError):
+    """An input does not match the signature the package was converted for."""
+
+
+class PackageError(RuntimeError):
+    """The package is incomplete, altered, or was made by an incompatible dycl."""
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _import_host(path: str) -> types.ModuleType:
+    name = f"dycl_host_{hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Regions:
+    """The `regions` namespace host.py calls into."""
+
+    def __init__(self, regions: dict[str, RegionCallable]):
+        self.__dict__.update(regions)
+
+
+class CompiledModel:
+    """A converted model: call it with forward's positional inputs."""
+
+    def __init__(self, path: str, manifest: dict, host, regions: dict[str, RegionCallable]):
+        self.path, self.manifest = path, manifest
+        self._forward = host.forward
+        self.regions = _Regions(regions)
+        self.signature = manifest["signature"]
+
+    def __call__(self, *inputs):
+        args = self._validate(inputs)
+        return self._forward(self.regions, *args)
+
+    def _validate(self, inputs) -> list:
+        params = self.signature
+        if len(inputs) != len(params):
+            names = ", ".join(p["name"] for p in params)
+            raise InputError(f"expected {len(params)} inputs ({names}), got {len(inputs)}")
+        args, symbols = [], {}
+        for value, param in zip(inputs, params):
+            args.append(self._check(value, param, symbols))
+        return args
+
+    def _check(self, value, param: dict, symbols: dict):
+        name = param["name"]
+        if param["kind"] != "array":
+            return value
+        if type(value).__module__.startswith("torch"):
+            value = value.detach().cpu().numpy()
+        value = np.asarray(value) if not isinstance(value, np.ndarray) else value
+        expected = param["shape"]
+        hint = f"reconvert with --dynamic {name}:DIM=NAME to make a dim dynamic"
+        if value.ndim != len(expected):
+            raise InputError(f"input '{name}': expected rank {len(expected)} (shape {_shape(expected)}), "
+                             f"got rank {value.ndim} (shape {tuple(value.shape)})")
+        if str(value.dtype) != param["dtype"]:
+            raise InputError(f"input '{name}': expected dtype {param['dtype']}, got {value.dtype}")
+        for axis, (want, got) in enumerate(zip(expected, value.shape)):
+            if isinstance(want, int):
+                if want != got:
+                    raise InputError(f"input '{name}': dim {axis} must be {want} (shape {_shape(expected)}), "
+                                     f"got {got}; {hint}")
+            elif symbols.setdefault(want, (got, name, axis))[0] != got:
+                first, other, other_axis = symbols[want]
+                raise InputError(f"input '{name}': dim {axis} ('{want}') is {got}, but '{want}' is {first} "
+                                 f"in input '{other}' dim {other_axis}")
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+
+    def __repr__(self) -> str:
+        m = self.manifest
+        return f"<dycl model {m['model']} ({len(m['regions'])} regions, {m['backend']}) from {self.path}>"
+
+
+def _shape(dims) -> str:
+    return "(" + ", ".join(str(d) for d in dims) + ")"
+
+
+def load(path: str, threads: int = 1, verify: bool = True) -> CompiledModel:
+    """Load a converted package; regions run with `threads` intra-op threads."""
+    manifest_path = os.path.join(path, "manifest.json")
+    if not os.path.exists(manifest_path):
+        raise PackageError(f"{path}: not a dycl package (no manifest.json)")
+    with open(manifest_path, encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    if verify:
+        for rel, digest in manifest["files"].items():
+            full = os.path.join(path, rel)
+            if not os.path.exists(full):
+                raise PackageError(f"{path}: missing {rel}")
+            if _sha256(full) != digest:
+                raise PackageError(f"{path}: {rel} was modified after conversion (hash mismatch)")
+    backend = get_backend(manifest["backend"], threads=threads)
+    loaded: dict[str, object] = {}
+    regions = {}
+    for meta in manifest["regions"]:
+        artifact = meta["artifact"]
+        if artifact is None:
+            loaded[artifact] = None
+        elif artifact not in loaded:
+            loaded[artifact] = backend.load(os.path.join(path, artifact), path)
+        regions[meta["name"]] = RegionCallable(meta, loaded[artifact])
+    host = _import_host(os.path.join(path, "host.py"))
+    return CompiledModel(path, manifest, host, regions)

@@ -1,0 +1,40 @@
+"""A compiled region as the host calls it: nested values in, nested values out."""
+from __future__ import annotations
+
+from .spec import flatten, unflatten
+
+__all__ = ["RegionCallable", "RegionError"]
+
+
+class RegionError(RuntimeError):
+    """A backend failed while running a region; names the region and its source lines."""
+
+
+class RegionCallable:
+    __slots__ = ("name", "origin", "fn", "in_specs", "out_specs", "sources", "single", "feeds", "__weakref__")
+
+    def __init__(self, meta: dict, fn):
+        self.name = meta["name"]
+        self.origin = meta["origin"]
+        self.fn = fn
+        self.in_specs = [i["spec"] for i in meta["inputs"]]
+        self.out_specs = [o["spec"] for o in meta["outputs"]]
+        # Each output leaf comes from the graph ("graph", k) or is an input passed through ("input", k).
+        self.sources = [(leaf["source"], leaf["index"]) for leaf in meta["output_leaves"]]
+        self.single = len(self.out_specs) == 1
+        self.feeds = meta["graph_inputs"]
+
+    def __call__(self, *args):
+        flat: list = []
+        for value, spec in zip(args, self.in_specs):
+            flatten(value, spec, flat)
+        try:
+            results = self.fn([flat[i] for i in self.feeds]) if self.fn is not None else ()
+        except Exception as exc:
+            raise RegionError(f"while executing region {self.name} ({self.origin}): {exc}") from exc
+        leaves = iter([results[k] if src == "graph" else flat[k] for src, k in self.sources])
+        outs = [unflatten(spec, leaves) for spec in self.out_specs]
+        return outs[0] if self.single else tuple(outs)
+
+    def __repr__(self) -> str:
+        return f"<region {self.name} ({self.origin})>"

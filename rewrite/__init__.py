@@ -1,0 +1,78 @@
+"""rewrite: from a model's `forward` to a host tree of decisions and compiled regions."""
+from __future__ import annotations
+
+import libcst as cst
+import torch
+from torch import nn
+
+from .build import Builder, reads_writes
+from .cfg import HostStmt, If, Program, Region, RegionCall
+from .classify import CONTAINER, SCALAR, TENSOR, Kinds
+from .diagnostics import ConversionError, Diagnostic
+from .liveness import assign_region_signatures
+from .names import Namespace
+from .partial_eval import PartialEvaluator
+from .source import function_source
+
+__all__ = ["rewrite_model", "Program", "Region", "RegionCall", "HostStmt", "If", "ConversionError", "Diagnostic"]
+
+
+def _kind_of(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return TENSOR
+    if isinstance(value, (tuple, list, dict)):
+        return CONTAINER
+    return SCALAR
+
+
+def _all_names(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            names.add(n.value)
+
+    node.visit(_V())
+    return names
+
+
+def rewrite_model(model: nn.Module, example_inputs: tuple) -> Program:
+    """Split `model.forward` into host control flow and branch-free regions.
+
+    Raises ConversionError with every unsupported construct found.
+    """
+    src = function_source(type(model).forward)
+    if src is None:
+        raise ConversionError([])
+    names = Namespace(_all_names(src.node))
+    evaluator = PartialEvaluator(model, names)
+    params, lowered, origin = evaluator.lower_forward()
+    if evaluator.diagnostics:
+        raise ConversionError(evaluator.diagnostics)
+    if len(example_inputs) != len(params):
+        raise TypeError(f"forward takes {len(params)} inputs ({', '.join(params)}) but {len(example_inputs)} were given")
+    kinds = Kinds({p: _kind_of(v) for p, v in zip(params, example_inputs)})
+    builder = Builder(kinds, names)
+    body = builder.block(lowered, kinds)
+    variables = set(params) | set(kinds.kinds)
+    body = assign_region_signatures(body, params, variables)
+    regions = _regions_in(body)
+    decisions = [d for d in builder.decisions if _contains(body, d)]
+    return Program(type(model).__qualname__, params, body, regions, decisions, origin, evaluator.static_decisions,
+                   evaluator.globals)
+
+
+def _walk(nodes):
+    for node in nodes:
+        yield node
+        if isinstance(node, If):
+            yield from _walk(node.body)
+            yield from _walk(node.orelse)
+
+
+def _regions_in(body) -> list[Region]:
+    return [n.region for n in _walk(body) if isinstance(n, RegionCall)]
+
+
+def _contains(body, decision) -> bool:
+    return any(n is decision for n in _walk(body))

@@ -1,0 +1,242 @@
+"""Build the host tree: group tensor statements into regions, keep decisions in the host.
+
+Then liveness over the tree gives each region its inputs (upward-exposed
+reads) and outputs (writes still live afterwards); nothing else crosses the
+boundary.
+"""
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from .cfg import HostStmt, If, IfNode, Origin, Region, RegionCall, Stmt
+from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, to_host, to_region
+from .names import Namespace
+from .staticeval import _bound_names, _target_names
+
+__all__ = ["Builder", "reads_writes"]
+
+_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add"}
+
+
+class Builder:
+    def __init__(self, kinds: Kinds, names: Namespace):
+        self.kinds = kinds
+        self.names = names
+        self.region_names = Namespace()
+        self.decision_names = Namespace()
+        self.regions: list[Region] = []
+        self.decisions: list[If] = []
+
+    # -- tree walk ---------------------------------------------------------
+    def block(self, lowered: list, kinds: Kinds) -> list:
+        out: list = []
+        pending: list[Stmt] = []
+
+        def flush():
+            if pending:
+                region = self._region(list(pending))
+                out.append(RegionCall(region))
+                pending.clear()
+
+        for node in lowered:
+            if isinstance(node, IfNode):
+                self._if(node, kinds, pending, out, flush)
+            else:
+                self._stmt(node, kinds, pending, out, flush)
+        flush()
+        return out
+
+    def _emitter(self, kinds: Kinds, pending: list, origin: Origin, hint: str):
+        def emit(expr: cst.BaseExpression) -> cst.Name:
+            name = self.names.fresh(f"{hint}_L{origin.first}")
+            pending.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(name))], to_region(expr, kinds)), origin))
+            kinds.set(name, TENSOR)
+            return cst.Name(name)
+        return emit
+
+    def _if(self, node: IfNode, kinds: Kinds, pending, out, flush) -> None:
+        emitted = []
+        emit = self._emitter(kinds, pending, node.origin, "cond")
+
+        def tracking(expr):
+            name = emit(expr)
+            emitted.append(name)
+            return name
+
+        test = hoist(node.test, kinds, tracking)
+        value = bool(emitted) or analyze(test, kinds).value
+        flush()
+        test = to_host(test, kinds)
+        body_kinds, else_kinds = kinds.copy(), kinds.copy()
+        body = self.block(node.body, body_kinds)
+        orelse = self.block(node.orelse, else_kinds)
+        body_kinds.join(else_kinds)
+        kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
+        decision = self.decision_names.fresh(f"L{node.origin.first}")
+        result = If(test, body, orelse, node.origin, decision, "value" if value else "shape")
+        self.decisions.append(result)
+        out.append(result)
+
+    def _stmt(self, stmt: Stmt, kinds: Kinds, pending: list, out: list, flush) -> None:
+        node = stmt.node
+        emit = self._emitter(kinds, pending, stmt.origin, "tmp")
+
+        def host(new_node):
+            flush()
+            out.append(HostStmt(to_host(new_node, kinds), stmt.origin))
+
+        def region():
+            pending.append(Stmt(to_region(node, kinds), stmt.origin))
+
+        if isinstance(node, cst.Return):
+            value = hoist(node.value, kinds, self._emitter(kinds, pending, stmt.origin, "out")) if node.value else None
+            host(node.with_changes(value=value))
+            return
+        if isinstance(node, cst.Assign):
+            info = analyze(node.value, kinds)
+            targets = [t.target for t in node.targets]
+            tensor_copy = pending and isinstance(node.value, cst.Name) and info.vtype == TENSOR
+            if not info.host or tensor_copy or any(self._is_tensor_target(t, kinds) for t in targets):
+                region()
+                for t in targets:
+                    for name in _target_names(t):
+                        kinds.set(name, TENSOR)
+                return
+            value = hoist(node.value, kinds, emit)
+            host(node.with_changes(value=value))
+            for t in targets:
+                if isinstance(t, cst.Name):
+                    kinds.set(t.value, info.vtype, info.value)
+                else:
+                    for name in _target_names(t):
+                        kinds.set(name, TENSOR if info.vtype == CONTAINER else SCALAR, info.value)
+            return
+        if isinstance(node, cst.AugAssign):
+            info = analyze(node.value, kinds)
+            target_kind = analyze(node.target, kinds).vtype
+            if target_kind == TENSOR or not info.host:
+                region()
+                for name in _target_names(node.target):
+                    kinds.set(name, TENSOR)
+                return
+            host(node.with_changes(value=hoist(node.value, kinds, emit)))
+            return
+        if isinstance(node, cst.Expr):
+            info = analyze(node.value, kinds)
+            if info.host:
+                host(node.with_changes(value=hoist(node.value, kinds, emit)))
+            else:
+                region()
+            return
+        region()
+
+    @staticmethod
+    def _is_tensor_target(target, kinds: Kinds) -> bool:
+        base = target
+        while isinstance(base, (cst.Subscript, cst.Attribute)):
+            base = base.value
+        return base is not target and isinstance(base, cst.Name) and kinds.get(base.value) == TENSOR
+
+    def _region(self, stmts: list[Stmt]) -> Region:
+        origin = stmts[0].origin
+        for s in stmts[1:]:
+            origin = origin.span(s.origin)
+        region = Region(self.region_names.fresh(f"{_hint(stmts)}_L{stmts[0].origin.first}"), stmts, [], [], origin)
+        self.regions.append(region)
+        return region
+
+
+def _hint(stmts: list[Stmt]) -> str:
+    for s in stmts:
+        node = s.node
+        targets = []
+        if isinstance(node, cst.Assign):
+            targets = [n for t in node.targets for n in _target_names(t.target)]
+        elif isinstance(node, cst.AugAssign):
+            targets = list(_target_names(node.target))
+        if targets:
+            return re.sub(r"_\d+$|_L\d+(_\d+)?$", "", targets[0]) or "region"
+    return "region"
+
+
+# -- reads and writes ------------------------------------------------------
+
+
+class _Reads(cst.CSTVisitor):
+    def __init__(self):
+        self.names: list[str] = []
+        self.shadow: list[set[str]] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if not any(node.value in s for s in self.shadow):
+            self.names.append(node.value)
+
+    def on_visit(self, node) -> bool:
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
+            self.shadow.append(_bound_names(node))
+        return super().on_visit(node)
+
+    def on_leave(self, node) -> None:
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
+            self.shadow.pop()
+        super().on_leave(node)
+
+
+def _reads(node) -> list[str]:
+    v = _Reads()
+    node.visit(v)
+    return v.names
+
+
+def _target_rw(target, reads: list, writes: list) -> None:
+    if isinstance(target, cst.Name):
+        writes.append(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            _target_rw(el.value, reads, writes)
+    elif isinstance(target, cst.StarredElement):
+        _target_rw(target.value, reads, writes)
+    else:  # x[i] = v, x.attr = v: reads the indices and mutates the base
+        reads.extend(_reads(target))
+        base = target
+        while isinstance(base, (cst.Subscript, cst.Attribute)):
+            base = base.value
+        if isinstance(base, cst.Name):
+            writes.append(base.value)
+
+
+def reads_writes(node: cst.BaseSmallStatement) -> tuple[list[str], list[str]]:
+    """Names a small statement reads (before writing) and writes, in order."""
+    reads: list[str] = []
+    writes: list[str] = []
+    if isinstance(node, cst.Assign):
+        reads.extend(_reads(node.value))
+        for t in node.targets:
+            _target_rw(t.target, reads, writes)
+    elif isinstance(node, cst.AugAssign):
+        reads.extend(_reads(node.value))
+        reads.extend(_reads(node.target))
+        _target_rw(node.target, reads, writes)
+    elif isinstance(node, cst.Expr):
+        reads.extend(_reads(node.value))
+        call = node.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name):
+            method = call.func.attr.value
+            if method in _MUTATORS or (method.endswith("_") and not method.startswith("_")):
+                writes.append(call.func.value.value)
+    elif isinstance(node, cst.Return):
+        if node.value is not None:
+            reads.extend(_reads(node.value))
+    else:
+        reads.extend(_reads(node))
+    return reads, writes

@@ -1,0 +1,137 @@
+"""The small IR: a host tree of control nodes whose leaves call regions."""
+from __future__ import annotations
+
+import libcst as cst
+
+__all__ = ["Origin", "Stmt", "IfNode", "Jump", "Region", "RegionCall", "HostStmt", "If", "Program", "code"]
+
+_EMPTY = cst.Module([])
+
+
+def code(node: cst.CSTNode) -> str:
+    """Source text of a libcst node."""
+    return _EMPTY.code_for_node(node)
+
+
+class Origin:
+    """Where a statement came from: file, lines, column and the function it was in."""
+
+    __slots__ = ("file", "first", "last", "col", "func")
+
+    def __init__(self, file: str, first: int, last: int, col: int, func: str):
+        self.file, self.first, self.last, self.col, self.func = file, first, last, col, func
+
+    def span(self, other: "Origin") -> "Origin":
+        if other.file != self.file or other.func != self.func:
+            return self
+        return Origin(self.file, min(self.first, other.first), max(self.last, other.last), self.col, self.func)
+
+    @property
+    def lines(self) -> str:
+        return f"L{self.first}" if self.first == self.last else f"L{self.first}-{self.last}"
+
+    def __repr__(self) -> str:
+        return f"{self.func} {self.lines}"
+
+
+# -- lowered statements (after inlining and static folding) -------------------
+
+
+class Stmt:
+    """One branch-free small statement (assign, aug-assign, expression, return)."""
+
+    __slots__ = ("node", "origin", "kind")
+
+    def __init__(self, node: cst.BaseSmallStatement, origin: Origin, kind: str = ""):
+        self.node, self.origin, self.kind = node, origin, kind
+
+    def __repr__(self) -> str:
+        return f"Stmt({code(self.node)!r}{', ' + self.kind if self.kind else ''})"
+
+
+class IfNode:
+    """A data- or shape-dependent `if` that survives static folding."""
+
+    __slots__ = ("test", "body", "orelse", "origin")
+
+    def __init__(self, test: cst.BaseExpression, body: list, orelse: list, origin: Origin):
+        self.test, self.body, self.orelse, self.origin = test, body, orelse, origin
+
+    def __repr__(self) -> str:
+        return f"IfNode({code(self.test)!r}, {self.body!r}, {self.orelse!r})"
+
+
+class Jump:
+    """`break`, `continue` or a helper's `return`, resolved by the partial evaluator."""
+
+    __slots__ = ("kind", "origin", "before")
+
+    def __init__(self, kind: str, origin: Origin):
+        self.kind, self.origin, self.before = kind, origin, []
+
+    def __repr__(self) -> str:
+        return f"Jump({self.kind})"
+
+
+# -- the host tree ---------------------------------------------------------
+
+
+class Region:
+    """A run of branch-free tensor statements compiled as one unit."""
+
+    __slots__ = ("name", "stmts", "inputs", "outputs", "origin")
+
+    def __init__(self, name: str, stmts: list[Stmt], inputs: list[str], outputs: list[str], origin: Origin):
+        self.name, self.stmts, self.inputs, self.outputs, self.origin = name, stmts, inputs, outputs, origin
+
+    def __repr__(self) -> str:
+        return f"Region({self.name}: {self.inputs} -> {self.outputs}, {self.origin})"
+
+
+class RegionCall:
+    __slots__ = ("region",)
+
+    def __init__(self, region: Region):
+        self.region = region
+
+    def __repr__(self) -> str:
+        return f"RegionCall({self.region.name})"
+
+
+class HostStmt:
+    """A statement the host runs itself: shapes, item(), containers, return."""
+
+    __slots__ = ("node", "origin")
+
+    def __init__(self, node: cst.BaseSmallStatement, origin: Origin):
+        self.node, self.origin = node, origin
+
+    def __repr__(self) -> str:
+        return f"HostStmt({code(self.node)!r})"
+
+
+class If:
+    """A decision the host takes; `dclass` is shape- or value-determined."""
+
+    __slots__ = ("test", "body", "orelse", "origin", "decision", "dclass")
+
+    def __init__(self, test, body: list, orelse: list, origin: Origin, decision: str, dclass: str):
+        self.test, self.body, self.orelse, self.origin = test, body, orelse, origin
+        self.decision, self.dclass = decision, dclass
+
+    def __repr__(self) -> str:
+        return f"If[{self.decision}, {self.dclass}]({code(self.test)!r}, {self.body!r}, {self.orelse!r})"
+
+
+class Program:
+    """The rewritten forward: parameters, host tree, regions, folded decisions."""
+
+    __slots__ = ("params", "body", "regions", "decisions", "source", "static_decisions", "globals", "name")
+
+    def __init__(self, name: str, params: list[str], body: list, regions: list[Region], decisions: list[If],
+                 source: Origin, static_decisions: int, globals_: dict):
+        self.name, self.params, self.body, self.regions, self.decisions = name, params, body, regions, decisions
+        self.source, self.static_decisions, self.globals = source, static_decisions, globals_
+
+    def __repr__(self) -> str:
+        return f"Program({self.params}, {len(self.regions)} regions, {len(self.decisions)} decisions)"

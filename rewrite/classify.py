@@ -1,0 +1,278 @@
+"""Classify expressions: what the host can compute, what needs a region.
+
+The host holds arrays, Python scalars and containers. It may read shapes,
+call `item()`/`int()`/`float()`/`bool()` on arrays, do scalar arithmetic,
+compare, and build or index tuples, lists and dicts. Any other tensor math is
+region code; `hoist` moves it out of a host expression into region
+temporaries.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+__all__ = ["Kinds", "analyze", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
+
+SHAPE_ATTRS = {"shape", "ndim"}
+SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
+SYNC_METHODS = {"item", "tolist"}
+SYNC_BUILTINS = {"int", "float", "bool"}
+_HOST_BUILTINS = {"len", "range", "min", "max", "abs", "round", "int", "float", "bool", "tuple", "list", "str"}
+_CONTAINER_METHODS = {"append", "extend", "insert", "pop", "keys", "values", "items", "get", "index", "count"}
+
+TENSOR, SCALAR, CONTAINER = "tensor", "scalar", "container"
+
+
+class Kinds:
+    """What each variable holds at run time: a tensor, a scalar or a container."""
+
+    def __init__(self, initial: dict[str, str]):
+        self.kinds = dict(initial)
+        self.value_derived: set[str] = set()
+
+    def get(self, name: str) -> str | None:
+        return self.kinds.get(name)
+
+    def set(self, name: str, kind: str, value_derived: bool = False) -> None:
+        self.kinds[name] = kind
+        if value_derived:
+            self.value_derived.add(name)
+        else:
+            self.value_derived.discard(name)
+
+    def copy(self) -> "Kinds":
+        new = Kinds(self.kinds)
+        new.value_derived = set(self.value_derived)
+        return new
+
+    def join(self, other: "Kinds") -> None:
+        for name, kind in other.kinds.items():
+            mine = self.kinds.get(name)
+            if mine is None or mine == kind:
+                self.kinds[name] = kind
+            elif TENSOR in (mine, kind):
+                self.kinds[name] = TENSOR
+            else:
+                self.kinds[name] = CONTAINER if CONTAINER in (mine, kind) else SCALAR
+        self.value_derived |= other.value_derived
+
+
+class Info:
+    """vtype: tensor / scalar / container; host: computable in the host as is;
+    needs_hoist: host-computable once some sub-expressions go to a region;
+    value: depends on tensor values (not only on shapes)."""
+
+    __slots__ = ("vtype", "host", "needs_hoist", "value")
+
+    def __init__(self, vtype: str, host: bool, needs_hoist: bool = False, value: bool = False):
+        self.vtype, self.host, self.needs_hoist, self.value = vtype, host, needs_hoist, value
+
+
+def _method(node: cst.Call):
+    if isinstance(node.func, cst.Attribute):
+        return node.func.value, node.func.attr.value
+    return None, None
+
+
+def _builtin(node: cst.Call, kinds: Kinds):
+    if isinstance(node.func, cst.Name) and kinds.get(node.func.value) is None:
+        return node.func.value
+    return None
+
+
+def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
+    """How `node` can be computed."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.Imaginary)):
+        return Info(SCALAR, True)
+    if isinstance(node, cst.Name):
+        kind = kinds.get(node.value)
+        if kind is None:
+            return Info(SCALAR, True) if node.value in ("True", "False", "None") else Info(TENSOR, False)
+        return Info(kind, True, value=node.value in kinds.value_derived)
+    if isinstance(node, cst.Attribute):
+        if node.attr.value in SHAPE_ATTRS:
+            base = analyze(node.value, kinds)
+            if base.vtype == TENSOR:
+                return Info(SCALAR, True, needs_hoist=not base.host)
+        return Info(TENSOR, False)
+    if isinstance(node, cst.Call):
+        base, method = _method(node)
+        if base is not None:
+            binfo = analyze(base, kinds)
+            if binfo.vtype == TENSOR and method in SHAPE_METHODS:
+                return Info(SCALAR, True, needs_hoist=not binfo.host or not _args_host(node, kinds), value=False)
+            if binfo.vtype == TENSOR and method in SYNC_METHODS and not node.args:
+                return Info(SCALAR, True, needs_hoist=not binfo.host, value=True)
+            if binfo.vtype == CONTAINER and method in _CONTAINER_METHODS:
+                return Info(TENSOR if method in ("pop", "get") else SCALAR, True,
+                            needs_hoist=not _args_host(node, kinds), value=binfo.value)
+            return Info(TENSOR, False)
+        name = _builtin(node, kinds)
+        if name in _HOST_BUILTINS and all(not a.star for a in node.args):
+            infos = [analyze(a.value, kinds) for a in node.args]
+            if name in SYNC_BUILTINS and len(infos) == 1 and infos[0].vtype == TENSOR:
+                return Info(SCALAR, True, needs_hoist=not infos[0].host, value=True)
+            if name == "len" and len(infos) == 1:
+                return Info(SCALAR, True, needs_hoist=not infos[0].host)
+            if all(i.vtype != TENSOR for i in infos):
+                return Info(SCALAR, True, needs_hoist=any(i.needs_hoist for i in infos),
+                            value=any(i.value for i in infos))
+        return Info(TENSOR, False)
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return _display([el.value for el in node.elements], kinds, any(isinstance(e, cst.StarredElement) for e in node.elements))
+    if isinstance(node, cst.Dict):
+        values = []
+        for el in node.elements:
+            if isinstance(el, cst.StarredDictElement):
+                return Info(TENSOR, False)
+            values.extend([el.key, el.value])
+        return _display(values, kinds, False)
+    if isinstance(node, cst.Subscript):
+        base = analyze(node.value, kinds)
+        indices = [analyze(_slice_expr(s), kinds) for s in node.slice for _ in [0] if _slice_expr(s) is not None]
+        index_host = all(i.vtype != TENSOR for i in indices)
+        if base.vtype in (CONTAINER, SCALAR) and index_host:
+            vtype = TENSOR if base.vtype == CONTAINER else SCALAR
+            return Info(vtype, True, needs_hoist=not base.host or base.needs_hoist or any(i.needs_hoist for i in indices),
+                        value=base.value or any(i.value for i in indices))
+        return Info(TENSOR, False)
+    if isinstance(node, cst.BooleanOperation) or (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)):
+        infos = [analyze(p, kinds) for p in _operands(node)]
+        return Info(SCALAR, True, needs_hoist=any(not i.host or i.needs_hoist for i in infos),
+                    value=any(i.value or i.vtype == TENSOR for i in infos))
+    parts = _operands(node)
+    if parts is not None:
+        infos = [analyze(p, kinds) for p in parts]
+        if all(i.vtype == SCALAR for i in infos):
+            return Info(SCALAR, True, needs_hoist=any(i.needs_hoist for i in infos), value=any(i.value for i in infos))
+        return Info(TENSOR, False)
+    return Info(TENSOR, False)
+
+
+def _display(values, kinds: Kinds, starred: bool) -> Info:
+    infos = [analyze(v, kinds) for v in values]
+    vtype = CONTAINER if any(i.vtype in (TENSOR, CONTAINER) for i in infos) else SCALAR
+    return Info(vtype, True, needs_hoist=starred or any(not i.host or i.needs_hoist for i in infos),
+                value=any(i.value for i in infos))
+
+
+def _args_host(node: cst.Call, kinds: Kinds) -> bool:
+    return all(analyze(a.value, kinds).host and not analyze(a.value, kinds).needs_hoist for a in node.args)
+
+
+def _slice_expr(s: cst.SubscriptElement):
+    if isinstance(s.slice, cst.Index):
+        return s.slice.value
+    return None if all(p is None for p in (s.slice.lower, s.slice.upper, s.slice.step)) else cst.Tuple(
+        [cst.Element(p) for p in (s.slice.lower, s.slice.upper, s.slice.step) if p is not None])
+
+
+def _operands(node):
+    if isinstance(node, cst.BinaryOperation):
+        return [node.left, node.right]
+    if isinstance(node, cst.UnaryOperation):
+        return [node.expression]
+    if isinstance(node, cst.BooleanOperation):
+        return [node.left, node.right]
+    if isinstance(node, cst.Comparison):
+        return [node.left] + [c.comparator for c in node.comparisons]
+    if isinstance(node, cst.IfExp):
+        return [node.test, node.body, node.orelse]
+    return None
+
+
+def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
+    """`node` as a host expression; `emit(expr) -> Name` computes a part in a region."""
+    info = analyze(node, kinds)
+    if not info.host:
+        return emit(node)
+    if not info.needs_hoist:
+        return node
+
+    def sub(n):
+        return hoist(n, kinds, emit)
+
+    if isinstance(node, cst.Attribute):
+        return node.with_changes(value=sub(node.value))
+    if isinstance(node, cst.Call):
+        base, _ = _method(node)
+        if base is not None:
+            node = node.with_changes(func=node.func.with_changes(value=sub(base)))
+        return node.with_changes(args=[a.with_changes(value=sub(a.value)) for a in node.args])
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return node.with_changes(elements=[e.with_changes(value=sub(e.value)) for e in node.elements])
+    if isinstance(node, cst.Dict):
+        return node.with_changes(elements=[e.with_changes(key=sub(e.key), value=sub(e.value)) for e in node.elements])
+    if isinstance(node, cst.Subscript):
+        return node.with_changes(value=sub(node.value), slice=[
+            s.with_changes(slice=s.slice.with_changes(value=sub(s.slice.value))) if isinstance(s.slice, cst.Index) else s
+            for s in node.slice])
+    if isinstance(node, cst.BinaryOperation):
+        return node.with_changes(left=sub(node.left), right=sub(node.right))
+    if isinstance(node, cst.BooleanOperation):
+        return node.with_changes(left=sub(node.left), right=sub(node.right))
+    if isinstance(node, cst.UnaryOperation):
+        return node.with_changes(expression=sub(node.expression))
+    if isinstance(node, cst.Comparison):
+        return node.with_changes(left=sub(node.left), comparisons=[
+            c.with_changes(comparator=sub(c.comparator)) for c in node.comparisons])
+    if isinstance(node, cst.IfExp):
+        return node.with_changes(test=sub(node.test), body=sub(node.body), orelse=sub(node.orelse))
+    return emit(node)
+
+
+class _RegionForm(cst.CSTTransformer):
+    """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions."""
+
+    def __init__(self, kinds: Kinds):
+        super().__init__()
+        self.kinds = kinds
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        base, method = _method(original)
+        if base is not None and method == "item" and not original.args:
+            if analyze(base, self.kinds).vtype == TENSOR:
+                return _call(updated.func.value, "reshape", [cst.Arg(cst.Tuple([]))])
+        name = _builtin(original, self.kinds)
+        if name in SYNC_BUILTINS and len(original.args) == 1 and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
+            arg = updated.args[0].value
+            if name == "bool":
+                return _call(arg, "bool", [])
+            dtype = "int64" if name == "int" else "float64"
+            return _call(arg, "to", [cst.Arg(cst.Attribute(cst.Name("torch"), cst.Name(dtype)))])
+        return updated
+
+
+class _HostForm(cst.CSTTransformer):
+    """torch shape methods as their numpy spelling: `x.size(0)` → `x.shape[0]`."""
+
+    def __init__(self, kinds: Kinds):
+        super().__init__()
+        self.kinds = kinds
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        base, method = _method(original)
+        if base is None or method not in SHAPE_METHODS or analyze(base, self.kinds).vtype != TENSOR:
+            return updated
+        obj = updated.func.value
+        if method == "size":
+            shape = cst.Attribute(obj, cst.Name("shape"))
+            if not updated.args:
+                return shape
+            return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(updated.args[0].value))])
+        if method in ("dim", "ndimension"):
+            return cst.Attribute(obj, cst.Name("ndim"))
+        return cst.Attribute(obj, cst.Name("size"))
+
+
+def to_host(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
+    """`node` in the host's numpy spelling."""
+    return node.visit(_HostForm(kinds))
+
+
+def _call(base, method: str, args: list) -> cst.Call:
+    return cst.Call(cst.Attribute(base, cst.Name(method)), args)
+
+
+def to_region(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
+    """`node` rewritten for a region: Python-scalar conversions of tensors become tensor ops."""
+    return node.visit(_RegionForm(kinds))

@@ -1,0 +1,52 @@
+"""Compiler-style diagnostics: a stable kind, a location, the source line, a hint."""
+from __future__ import annotations
+
+import linecache
+
+__all__ = ["Diagnostic", "ConversionError", "Location"]
+
+
+class Location:
+    __slots__ = ("file", "line", "col")
+
+    def __init__(self, file: str, line: int, col: int = 0):
+        self.file, self.line, self.col = file, line, col
+
+    def __repr__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+
+class Diagnostic:
+    """One unsupported construct, printed like a compiler error."""
+
+    __slots__ = ("kind", "loc", "message", "explanation", "hint")
+
+    def __init__(self, kind: str, loc: Location, message: str, explanation: str, hint: str):
+        self.kind, self.loc, self.message = kind, loc, message
+        self.explanation, self.hint = explanation, hint
+
+    def format(self) -> str:
+        source = linecache.getline(self.loc.file, self.loc.line).rstrip("\n")
+        lines = [f"{self.loc}: error: {self.message} [{self.kind}]"]
+        if source:
+            lines.append(f"    {source}")
+            lines.append("    " + " " * self.loc.col + "^")
+        lines.append(f"  Explanation: {self.explanation}")
+        lines.append(f"  Hint: {self.hint}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Diagnostic({self.kind!r} at {self.loc})"
+
+
+class ConversionError(Exception):
+    """Raised with every diagnostic collected by a pass."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = list(diagnostics)
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        n = len(self.diagnostics)
+        body = "\n\n".join(d.format() for d in self.diagnostics)
+        return f"{body}\n\n{n} error{'s' if n != 1 else ''}: the model cannot be converted as written."

@@ -1,0 +1,63 @@
+"""Liveness over the host tree: region inputs are live-in, outputs live-out."""
+from __future__ import annotations
+
+import libcst as cst
+
+from .build import reads_writes
+from .cfg import HostStmt, If, RegionCall
+
+__all__ = ["assign_region_signatures"]
+
+
+def _ordered(names, keep) -> list[str]:
+    seen: dict[str, None] = {}
+    for n in names:
+        if n in keep and n not in seen:
+            seen[n] = None
+    return list(seen)
+
+
+def _region_rw(region, variables) -> tuple[list[str], list[str]]:
+    exposed, written = [], []
+    for stmt in region.stmts:
+        reads, writes = reads_writes(stmt.node)
+        exposed.extend(r for r in reads if r not in written)
+        written.extend(writes)
+    return _ordered(exposed, variables), _ordered(written, variables)
+
+
+def _live(nodes: list, live_after: set[str], variables: set[str]) -> set[str]:
+    live = set(live_after)
+    for node in reversed(nodes):
+        if isinstance(node, RegionCall):
+            region = node.region
+            reads, writes = _region_rw(region, variables)
+            region.outputs = [w for w in writes if w in live]
+            region.inputs = reads
+            live = (live - set(writes)) | set(reads)
+        elif isinstance(node, HostStmt):
+            reads, writes = reads_writes(node.node)
+            if isinstance(node.node, cst.Return):
+                live = set()
+            live = (live - set(writes)) | {r for r in reads if r in variables}
+        elif isinstance(node, If):
+            test_reads = {r for r in reads_writes(cst.Expr(node.test))[0] if r in variables}
+            live = test_reads | _live(node.body, live, variables) | _live(node.orelse, live, variables)
+    return live
+
+
+def _drop_dead(nodes: list) -> list:
+    out = []
+    for node in nodes:
+        if isinstance(node, RegionCall) and not node.region.outputs:
+            continue
+        if isinstance(node, If):
+            node.body, node.orelse = _drop_dead(node.body), _drop_dead(node.orelse)
+        out.append(node)
+    return out
+
+
+def assign_region_signatures(body: list, params: list[str], variables: set[str]) -> list:
+    """Fill in each region's inputs and outputs; drop regions whose results are unused."""
+    _live(body, set(), variables)
+    return _drop_dead(body)

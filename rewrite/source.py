@@ -1,0 +1,73 @@
+"""Find and parse the source of functions, with real file positions."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+__all__ = ["FunctionSource", "function_source"]
+
+
+class FunctionSource:
+    """A parsed function: its libcst node, its file, and node positions."""
+
+    __slots__ = ("func", "node", "file", "positions")
+
+    def __init__(self, func, node: cst.FunctionDef, file: str, positions):
+        self.func, self.node, self.file, self.positions = func, node, file, positions
+
+    def loc(self, node: cst.CSTNode) -> tuple[int, int, int]:
+        """(first line, last line, column) of `node` in its file."""
+        pos = self.positions.get(node)
+        if pos is None:
+            pos = self.positions[self.node]
+        return pos.start.line, pos.end.line, pos.start.column
+
+    def __repr__(self) -> str:
+        return f"FunctionSource({self.func.__qualname__} in {self.file})"
+
+
+class _FunctionIndex(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self):
+        self.by_line: dict[int, cst.FunctionDef] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        pos = self.get_metadata(PositionProvider, node)
+        self.by_line[pos.start.line] = node
+        for deco in node.decorators:
+            self.by_line[self.get_metadata(PositionProvider, deco).start.line] = node
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_file(file: str, mtime: float):
+    with open(file, encoding="utf-8") as fh:
+        wrapper = MetadataWrapper(cst.parse_module(fh.read()))
+    index = _FunctionIndex()
+    wrapper.visit(index)
+    return index.by_line, wrapper.resolve(PositionProvider)
+
+
+def function_source(func) -> FunctionSource | None:
+    """Parse the source of a Python function; None when it has none (C code)."""
+    import os
+
+    func = inspect.unwrap(func)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    try:
+        file = inspect.getsourcefile(func)
+        _, first = inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        return None
+    if not file or not os.path.exists(file):
+        return None
+    by_line, positions = _parse_file(file, os.path.getmtime(file))
+    node = by_line.get(first) or by_line.get(code.co_firstlineno)
+    if node is None:
+        return None
+    return FunctionSource(func, node, file, positions)

@@ -1,0 +1,399 @@
+"""Evaluate expressions whose value is fixed at conversion time, and fold them.
+
+`self.use_se`, `len(self.blocks)`, `'group{}_ds{}'.format(g, i) in self.ds`,
+`isinstance(blk, Bottleneck)` are computed against the live model; module
+look-ups become source paths (`self.blocks[3]`) so that region code can use
+them; everything else is left for run time.
+"""
+from __future__ import annotations
+
+import builtins
+import types
+
+import libcst as cst
+import torch
+from torch import nn
+
+from .values import BINOPS, CMPOPS, SAFE_CALLS, ModRef, Static, Unknown, is_literal, static_python_value, to_node
+
+__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
+
+
+class Method:
+    """A method bound to an object reached from `self` (so it can be inlined)."""
+
+    __slots__ = ("func", "owner", "cls")
+
+    def __init__(self, func, owner: ModRef, cls: type):
+        self.func, self.owner, self.cls = func, owner, cls
+
+    def __repr__(self) -> str:
+        return f"Method({self.func.__qualname__} of {self.owner!r})"
+
+
+class Scope:
+    """What a name means inside one (possibly inlined) function."""
+
+    __slots__ = ("env", "globals", "rename", "self_ref", "cls", "poisoned")
+
+    def __init__(self, env: dict, globals_: dict, rename: dict, self_ref: ModRef | None, cls: type | None):
+        self.env, self.globals, self.rename = env, globals_, rename
+        self.self_ref, self.cls = self_ref, cls
+        self.poisoned: set[str] = set()
+
+    def local(self, name: str) -> str:
+        return self.rename.get(name, name)
+
+
+_SAFE_METHOD_OWNERS = (str, tuple, range, dict, frozenset, int, float)
+_MUTATING = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add"}
+
+
+def _resolve_name(name: str, scope: Scope):
+    if name in scope.env:
+        return scope.env[name]
+    if name in scope.rename or name in scope.poisoned:
+        raise Unknown(name)
+    if name in scope.globals:
+        value = scope.globals[name]
+        if isinstance(value, torch.Tensor):
+            raise Unknown(name)
+        return Static(value)
+    if hasattr(builtins, name):
+        return Static(getattr(builtins, name))
+    raise Unknown(name)
+
+
+def _attribute(base, name: str, scope: Scope):
+    if isinstance(base, ModRef):
+        try:
+            obj = getattr(base.obj, name)
+        except AttributeError:
+            raise Unknown(name) from None
+        if isinstance(obj, nn.Module):
+            return base.child(name)
+        if isinstance(obj, types.MethodType) and obj.__self__ is base.obj:
+            return Method(obj.__func__, base, type(base.obj))
+        if static_python_value(obj):
+            return Static(obj)
+        raise Unknown(name)
+    if isinstance(base, Static):
+        try:
+            obj = getattr(base.value, name)
+        except AttributeError:
+            raise Unknown(name) from None
+        if isinstance(obj, torch.Tensor):
+            raise Unknown(name)
+        return Static(obj)
+    raise Unknown(name)
+
+
+def _index(node: cst.Subscript, scope: Scope):
+    if len(node.slice) != 1:
+        raise Unknown("multi-index")
+    sl = node.slice[0].slice
+    if isinstance(sl, cst.Index):
+        return _plain(value_of(sl.value, scope))
+    if isinstance(sl, cst.Slice):
+        parts = [None if p is None else _plain(value_of(p, scope)) for p in (sl.lower, sl.upper, sl.step)]
+        return slice(*parts)
+    raise Unknown("index")
+
+
+def _plain(value):
+    """The Python object behind a static value or module reference."""
+    if isinstance(value, Static):
+        return value.value
+    if isinstance(value, ModRef):
+        return value.obj
+    raise Unknown("method")
+
+
+def _call(node: cst.Call, scope: Scope):
+    func = value_of(node.func, scope)
+    if isinstance(func, Static) and isinstance(func.value, types.BuiltinFunctionType | types.MethodType) \
+            and getattr(func.value, "__self__", None) is not None \
+            and isinstance(func.value.__self__, _SAFE_METHOD_OWNERS) \
+            and func.value.__name__ not in _MUTATING:
+        fn = func.value
+    elif isinstance(func, Static) and _hashable_in(func.value, SAFE_CALLS):
+        fn = func.value
+    elif isinstance(func, Static) and isinstance(func.value, type) and issubclass(func.value, (str, int, float, bool, tuple)):
+        fn = func.value
+    else:
+        raise Unknown("call")
+    args, kwargs = [], {}
+    for arg in node.args:
+        if arg.star:
+            raise Unknown("star")
+        value = value_of(arg.value, scope)
+        if fn is builtins.getattr and isinstance(value, ModRef) and not args:
+            args.append(value)
+            continue
+        if arg.keyword is not None:
+            kwargs[arg.keyword.value] = _plain(value)
+        else:
+            args.append(_plain(value))
+    if fn is builtins.getattr and isinstance(args[0], ModRef):
+        if len(args) == 2 or hasattr(args[0].obj, args[1]):
+            return _attribute(args[0], args[1], scope)
+        return Static(args[2])
+    try:
+        result = fn(*args, **kwargs)
+    except Exception:
+        raise Unknown("call failed") from None
+    if isinstance(result, (torch.Tensor, nn.Module)):
+        raise Unknown("tensor")
+    return Static(result)
+
+
+def _hashable_in(value, table) -> bool:
+    try:
+        return value in table
+    except TypeError:
+        return False
+
+
+def value_of(node: cst.BaseExpression, scope: Scope):
+    """The conversion-time value of `node`: Static, ModRef or Method; raises Unknown."""
+    if isinstance(node, cst.Name):
+        return _resolve_name(node.value, scope)
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return Static(node.evaluated_value)
+    if isinstance(node, cst.Attribute):
+        return _attribute(value_of(node.value, scope), node.attr.value, scope)
+    if isinstance(node, cst.Subscript):
+        base = value_of(node.value, scope)
+        key = _index(node, scope)
+        if isinstance(base, ModRef):
+            if isinstance(key, (int, str)):
+                return base.item(key)
+            if isinstance(key, slice):
+                return ModRef(base.obj[key], node.with_changes(value=base.path, slice=[
+                    cst.SubscriptElement(cst.Slice(*[None if v is None else to_node(v)
+                                                     for v in (key.start, key.stop, key.step)]))]))
+            raise Unknown("index")
+        return Static(_plain(base)[key])
+    if isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Name) and node.func.value == "super":
+            if scope.self_ref is None or scope.cls is None:
+                raise Unknown("super")
+            return Static(("super", scope.cls))
+        if isinstance(node.func, cst.Attribute):
+            base = None
+            try:
+                base = value_of(node.func.value, scope)
+            except Unknown:
+                pass
+            if isinstance(base, Static) and isinstance(base.value, tuple) and base.value[:1] == ("super",):
+                raise Unknown("super call")
+        return _call(node, scope)
+    if isinstance(node, cst.BinaryOperation):
+        left, right = _plain(value_of(node.left, scope)), _plain(value_of(node.right, scope))
+        try:
+            return Static(BINOPS[type(node.operator)](left, right))
+        except Exception:
+            raise Unknown("binop") from None
+    if isinstance(node, cst.UnaryOperation):
+        value = _plain(value_of(node.expression, scope))
+        op = type(node.operator)
+        if op is cst.Not:
+            return Static(not value)
+        if op is cst.Minus:
+            return Static(-value)
+        if op is cst.Plus:
+            return Static(+value)
+        return Static(~value)
+    if isinstance(node, cst.Comparison):
+        left = _plain(value_of(node.left, scope))
+        for target in node.comparisons:
+            right = value_of(target.comparator, scope)
+            right = right.obj if isinstance(right, ModRef) else _plain(right)
+            if not CMPOPS[type(target.operator)](left, right):
+                return Static(False)
+            left = right
+        return Static(True)
+    if isinstance(node, cst.BooleanOperation):
+        left = _plain(value_of(node.left, scope))
+        if isinstance(node.operator, cst.And):
+            return Static(left) if not left else Static(_plain(value_of(node.right, scope)))
+        return Static(left) if left else Static(_plain(value_of(node.right, scope)))
+    if isinstance(node, (cst.Tuple, cst.List)):
+        items = []
+        for el in node.elements:
+            if isinstance(el, cst.StarredElement):
+                raise Unknown("star")
+            items.append(_plain(value_of(el.value, scope)))
+        return Static(tuple(items) if isinstance(node, cst.Tuple) else items)
+    if isinstance(node, cst.IfExp):
+        test = _plain(value_of(node.test, scope))
+        return value_of(node.body if test else node.orelse, scope)
+    if isinstance(node, cst.FormattedString):
+        parts = []
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                parts.append(part.value)
+            else:
+                if part.format_spec or part.conversion:
+                    raise Unknown("format spec")
+                parts.append(str(_plain(value_of(part.expression, scope))))
+        return Static("".join(parts))
+    raise Unknown(type(node).__name__)
+
+
+def representation(value) -> cst.BaseExpression | None:
+    """Source for a folded value, or None when it has none (functions, classes)."""
+    if isinstance(value, ModRef):
+        return value.path
+    if isinstance(value, Static) and is_literal(value.value):
+        return to_node(value.value)
+    return None
+
+
+class _Folder(cst.CSTTransformer):
+    """Replace every sub-expression known at conversion time by its value."""
+
+    def __init__(self, scope: Scope):
+        super().__init__()
+        self.scope = scope
+        self.replace: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.skip: set[int] = set()
+        self.shadow: list[set[str]] = []
+
+    def _shadowed(self, name: str) -> bool:
+        return any(name in s for s in self.shadow)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.skip:
+            return False
+        if isinstance(node, cst.Attribute):
+            self.skip.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            self.skip.add(id(node.keyword))
+        elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
+            self.shadow.append(_bound_names(node))
+            return True
+        if isinstance(node, cst.BaseExpression) and not isinstance(node, cst.Lambda):
+            if isinstance(node, cst.Name) and self._shadowed(node.value):
+                return False
+            folded = self._fold_partially(node)
+            if folded is not None:
+                self.replace[node] = folded
+                return False
+        return True
+
+    def _fold_partially(self, node: cst.BaseExpression):
+        try:
+            return representation(value_of(node, self.scope))
+        except Unknown:
+            pass
+        except Exception:
+            return None
+        # `static and dynamic`, `x if static else y`: keep only the part that matters.
+        if isinstance(node, cst.BooleanOperation):
+            try:
+                left = _plain(value_of(node.left, self.scope))
+            except Unknown:
+                return None
+            is_and = isinstance(node.operator, cst.And)
+            if bool(left) != is_and:
+                return to_node(left) if is_literal(left) else None
+            return fold(node.right, self.scope)
+        if isinstance(node, cst.IfExp):
+            try:
+                test = _plain(value_of(node.test, self.scope))
+            except Unknown:
+                return None
+            return fold(node.body if test else node.orelse, self.scope)
+        return None
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        if isinstance(original, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
+            self.shadow.pop()
+        if original in self.replace:
+            return self.replace.pop(original)
+        if isinstance(updated, cst.Name) and id(original) not in self.skip and not self._shadowed(updated.value):
+            if updated.value == "self" and self.scope.self_ref is not None:
+                return self.scope.self_ref.path
+            new = self.scope.local(updated.value)
+            if new != updated.value:
+                return updated.with_changes(value=new)
+        return updated
+
+
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+    if isinstance(node, cst.Lambda):
+        for p in node.params.params:
+            names.add(p.name.value)
+        return names
+    comp = node.for_in
+    while comp is not None:
+        for n in _target_names(comp.target):
+            names.add(n)
+        comp = comp.inner_for_in
+    return names
+
+
+def _target_names(target: cst.BaseExpression):
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _target_names(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+def fold(node: cst.BaseExpression, scope: Scope) -> cst.BaseExpression:
+    """`node` with every conversion-time sub-expression folded and locals renamed."""
+    return node.visit(_Folder(scope))
+
+
+def iteration_items(node: cst.BaseExpression, scope: Scope) -> list:
+    """The items a static `for` loop iterates over, or raise Unknown."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("enumerate", "zip", "reversed") \
+            and node.func.value not in scope.rename and node.func.value not in scope.env:
+        name = node.func.value
+        positional = [a for a in node.args if a.keyword is None]
+        if name == "enumerate":
+            start = 0
+            if len(positional) > 1:
+                start = _plain(value_of(positional[1].value, scope))
+            for a in node.args:
+                if a.keyword is not None and a.keyword.value == "start":
+                    start = _plain(value_of(a.value, scope))
+            items = iteration_items(positional[0].value, scope)
+            return [(Static(start + i), v) for i, v in enumerate(items)]
+        if name == "zip":
+            return [tuple(t) for t in zip(*(iteration_items(a.value, scope) for a in positional))]
+        return list(reversed(iteration_items(positional[0].value, scope)))
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args:
+        owner = value_of(node.func.value, scope)
+        method = node.func.attr.value
+        if isinstance(owner, ModRef) and isinstance(owner.obj, nn.ModuleDict):
+            keys = list(owner.obj.keys())
+            if method == "items":
+                return [(Static(k), owner.item(k)) for k in keys]
+            if method == "values":
+                return [owner.item(k) for k in keys]
+            if method == "keys":
+                return [Static(k) for k in keys]
+        if isinstance(owner, ModRef) and method == "children":
+            return [owner.child(n) for n, _ in owner.obj.named_children()]
+        if isinstance(owner, ModRef) and method == "named_children":
+            return [(Static(n), owner.child(n)) for n, _ in owner.obj.named_children()]
+    value = value_of(node, scope)
+    if isinstance(value, ModRef):
+        obj = value.obj
+        if isinstance(obj, nn.ModuleDict):
+            return [Static(k) for k in obj.keys()]
+        if isinstance(obj, (nn.ModuleList, nn.Sequential)):
+            return [value.item(i) for i in range(len(obj))]
+        raise Unknown("module iteration")
+    if isinstance(value, Static):
+        try:
+            return [Static(v) for v in value.value]
+        except TypeError:
+            raise Unknown("not iterable") from None
+    raise Unknown("iteration")

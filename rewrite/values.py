@@ -1,0 +1,137 @@
+"""Values known at conversion time, and turning them back into source."""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import libcst as cst
+import torch
+from torch import nn
+
+__all__ = ["Static", "ModRef", "Unknown", "to_node", "is_literal", "SAFE_CALLS", "BINOPS", "CMPOPS"]
+
+
+class Unknown(Exception):
+    """An expression whose value is only known at run time."""
+
+
+class Static:
+    """A Python value fixed at conversion time (a constant, a class, a function)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Static) and type(self.value) is type(other.value) and _same(self.value, other.value)
+
+    def __repr__(self) -> str:
+        return f"Static({self.value!r})"
+
+
+class ModRef:
+    """An object reached from `self` at conversion time: a module, or `self` itself.
+
+    `path` is the source expression that reaches it (`self.blocks[3]`), so code
+    that uses it can be written back into a region.
+    """
+
+    __slots__ = ("obj", "path")
+
+    def __init__(self, obj, path: cst.BaseExpression):
+        self.obj, self.path = obj, path
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ModRef) and self.obj is other.obj
+
+    def __repr__(self) -> str:
+        return f"ModRef({cst.Module([]).code_for_node(self.path)})"
+
+    def child(self, name: str) -> "ModRef":
+        obj = getattr(self.obj, name)
+        if name.isidentifier():
+            return ModRef(obj, cst.Attribute(self.path, cst.Name(name)))
+        return ModRef(obj, cst.Call(cst.Name("getattr"), [cst.Arg(self.path), cst.Arg(cst.SimpleString(repr(name)))]))
+
+    def item(self, key) -> "ModRef":
+        return ModRef(self.obj[key], cst.Subscript(self.path, [cst.SubscriptElement(cst.Index(to_node(key)))]))
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b) if not isinstance(a, float) or not math.isnan(a) else isinstance(b, float) and math.isnan(b)
+    except Exception:
+        return a is b
+
+
+_LITERAL_TYPES = (bool, int, float, str, type(None))
+
+
+def is_literal(value) -> bool:
+    """Whether `value` can be written back as a Python literal."""
+    if isinstance(value, _LITERAL_TYPES):
+        return not (isinstance(value, float) and not math.isfinite(value))
+    if isinstance(value, (tuple, list)):
+        return all(is_literal(v) for v in value)
+    if isinstance(value, (torch.dtype,)):
+        return True
+    return False
+
+
+def to_node(value) -> cst.BaseExpression:
+    """A libcst expression for a literal value."""
+    if isinstance(value, bool) or value is None:
+        return cst.Name(repr(value))
+    if isinstance(value, int):
+        node = cst.Integer(str(abs(value)))
+        return cst.UnaryOperation(cst.Minus(), node) if value < 0 else node
+    if isinstance(value, float):
+        node = cst.Float(repr(abs(value)))
+        return cst.UnaryOperation(cst.Minus(), node) if math.copysign(1.0, value) < 0 else node
+    if isinstance(value, str):
+        return cst.SimpleString(repr(value))
+    if isinstance(value, torch.dtype):
+        return cst.Attribute(cst.Name("torch"), cst.Name(str(value).split(".")[-1]))
+    if isinstance(value, tuple):
+        elems = [cst.Element(to_node(v)) for v in value]
+        if len(elems) == 1:
+            elems = [cst.Element(elems[0].value, comma=cst.Comma())]
+        return cst.Tuple(elems)
+    if isinstance(value, list):
+        return cst.List([cst.Element(to_node(v)) for v in value])
+    raise TypeError(f"no literal for {value!r}")
+
+
+# Functions that are evaluated at conversion time when all their arguments are static.
+SAFE_CALLS = {
+    builtins.len, builtins.range, builtins.isinstance, builtins.issubclass, builtins.hasattr,
+    builtins.getattr, builtins.int, builtins.float, builtins.bool, builtins.str, builtins.min,
+    builtins.max, builtins.abs, builtins.round, builtins.tuple, builtins.list, builtins.enumerate,
+    builtins.zip, builtins.reversed, builtins.sorted, builtins.sum, builtins.any, builtins.all,
+    builtins.divmod, builtins.type, math.sqrt, math.floor, math.ceil, math.log, math.exp, math.prod,
+}
+
+BINOPS = {
+    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
+    cst.Divide: operator.truediv, cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod,
+    cst.Power: operator.pow, cst.LeftShift: operator.lshift, cst.RightShift: operator.rshift,
+    cst.BitAnd: operator.and_, cst.BitOr: operator.or_, cst.BitXor: operator.xor,
+}
+
+CMPOPS = {
+    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge,
+    cst.Is: operator.is_, cst.IsNot: operator.is_not,
+    cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
+}
+
+
+def static_python_value(obj) -> bool:
+    """Whether an attribute value is configuration (folded) rather than tensor state."""
+    if isinstance(obj, (torch.Tensor, nn.Module)):
+        return False
+    if isinstance(obj, (tuple, list)):
+        return all(static_python_value(v) for v in obj)
+    return True
