@@ -21,7 +21,7 @@ from ._torch_regions import import_regions
 from .backends import get_backend
 from .check import check_package
 from .explore import explore
-from .export import export_region, verify_region
+from .export import export_region, torch_region_info, verify_region
 from .modelfile import load_model_file
 from .package import write_manifest, write_report
 
@@ -107,10 +107,13 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
         fn = getattr(st.regions_module, region.name)
         origin = f"{region.origin.func} {region.origin.lines}"
         onnx_path = os.path.join(scratch, f"{region.name}.onnx")
-        info = export_region(st.spec.model, fn, record, onnx_path, origin)
+        if backend.name == "torch":
+            info = torch_region_info(record)
+        else:
+            info = export_region(st.spec.model, fn, record, onnx_path, origin)
         artifact = None
         if info["graph_leaves"]:
-            if backend.name == "torch":
+            if backend.name == "torch":  # regions run as written: nothing to compile or verify
                 artifact = f"regions/{region.name}.json"
                 _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
                                                                   "graph_leaves": info["graph_leaves"]}))
@@ -121,8 +124,8 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                     artifact = f"regions/{region.name}{backend.suffix}"
                     backend.compile(onnx_path, os.path.join(st.workdir, artifact))
                     by_hash[digest] = artifact
-            run = backend.load(os.path.join(st.workdir, artifact), st.workdir)
-            verify_region(st.spec.model, fn, record, run, info, origin)
+                run = backend.load(os.path.join(st.workdir, artifact), st.workdir)
+                verify_region(st.spec.model, fn, record, run, info, origin)
         st.region_meta.append(_region_meta(region, record, info, artifact, origin))
     st.artifacts = len({m["artifact"] for m in st.region_meta if m["artifact"]})
 

@@ -134,6 +134,7 @@ class Exploration:
         self.records = {n: RegionRecord(n) for n in region_names}
         self.paths: list[tuple] = []
         self.arms: set[tuple[str, bool]] = set()
+        self.natural_arms: set[tuple[str, bool]] = set()
         self.reached: dict[str, str] = {}
 
     def run(self, inputs: tuple, force: dict[str, bool] | None = None):
@@ -191,6 +192,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
             raise RewriteMismatch(f"sample {k}: the rewritten program differs from the model by {err:.3g}")
         natural_paths.append(path)
     exp.paths = natural_paths
+    exp.natural_arms = set(exp.arms)
     forced_runs = 0
     for _ in range(max_forced):
         decisions = {d for d, _ in exp.arms}

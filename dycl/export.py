@@ -18,7 +18,7 @@ import torch
 from ._torch_regions import FlatRegion
 from .explore import RegionRecord
 
-__all__ = ["ExportError", "export_region", "verify_region"]
+__all__ = ["ExportError", "export_region", "torch_region_info", "verify_region"]
 
 
 class ExportError(Exception):
@@ -32,6 +32,14 @@ def _dim_names(record: RegionRecord) -> dict[str, dict[int, str]]:
         if varying:
             axes[f"i{k}"] = varying
     return axes
+
+
+def torch_region_info(record: RegionRecord) -> dict:
+    """Feeds and graph outputs for a region the torch backend runs as written."""
+    n_out = sum(_leaf_count(s) for s in record.out_specs)
+    n_in = len(next(iter(record.examples.values())))
+    return {"graph_inputs": list(range(n_in)),
+            "graph_leaves": [i for i in range(n_out) if i not in record.passthrough]}
 
 
 def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> dict:

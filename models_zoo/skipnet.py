@@ -25,7 +25,8 @@ import itertools
 import torch
 import torch.nn as nn
 
-from models_zoo._blocks import BasicBlock
+# Sibling module: dycl puts the model file's folder on sys.path.
+from _blocks import BasicBlock
 
 # (group, index-in-group, in_planes, planes, stride) for each gated block.
 LAYOUT = [

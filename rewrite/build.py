@@ -97,7 +97,7 @@ class Builder:
         if isinstance(node, cst.Assign):
             info = analyze(node.value, kinds)
             targets = [t.target for t in node.targets]
-            tensor_copy = pending and isinstance(node.value, cst.Name) and info.vtype == TENSOR
+            tensor_copy = isinstance(node.value, cst.Name) and info.vtype == TENSOR
             if not info.host or tensor_copy or any(self._is_tensor_target(t, kinds) for t in targets):
                 region()
                 for t in targets:

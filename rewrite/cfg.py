@@ -101,10 +101,10 @@ class RegionCall:
 class HostStmt:
     """A statement the host runs itself: shapes, item(), containers, return."""
 
-    __slots__ = ("node", "origin")
+    __slots__ = ("node", "origin", "dead")
 
     def __init__(self, node: cst.BaseSmallStatement, origin: Origin):
-        self.node, self.origin = node, origin
+        self.node, self.origin, self.dead = node, origin, False
 
     def __repr__(self) -> str:
         return f"HostStmt({code(self.node)!r})"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import linecache
+import os
 
 __all__ = ["Diagnostic", "ConversionError", "Location"]
 
@@ -13,7 +14,13 @@ class Location:
         self.file, self.line, self.col = file, line, col
 
     def __repr__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col + 1}"
+        return f"{_display_path(self.file)}:{self.line}:{self.col + 1}"
+
+
+def _display_path(path: str) -> str:
+    """The path relative to the working directory when it lies below it, as compilers print it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 class Diagnostic:

@@ -39,6 +39,9 @@ def _live(nodes: list, live_after: set[str], variables: set[str]) -> set[str]:
             reads, writes = reads_writes(node.node)
             if isinstance(node.node, cst.Return):
                 live = set()
+            elif _pure_assignment(node.node) and not set(writes) & live:
+                node.dead = True
+                continue
             live = (live - set(writes)) | {r for r in reads if r in variables}
         elif isinstance(node, If):
             test_reads = {r for r in reads_writes(cst.Expr(node.test))[0] if r in variables}
@@ -46,10 +49,17 @@ def _live(nodes: list, live_after: set[str], variables: set[str]) -> set[str]:
     return live
 
 
+def _pure_assignment(node) -> bool:
+    """An assignment to plain names: host expressions have no side effects."""
+    return isinstance(node, cst.Assign) and all(isinstance(t.target, (cst.Name, cst.Tuple)) for t in node.targets)
+
+
 def _drop_dead(nodes: list) -> list:
     out = []
     for node in nodes:
         if isinstance(node, RegionCall) and not node.region.outputs:
+            continue
+        if isinstance(node, HostStmt) and node.dead:
             continue
         if isinstance(node, If):
             node.body, node.orelse = _drop_dead(node.body), _drop_dead(node.orelse)

@@ -96,6 +96,9 @@ class PartialEvaluator:
     # -- diagnostics ---------------------------------------------------------
     def _error(self, kind, src: FunctionSource, node, message, explanation, hint):
         first, _, col = src.loc(node)
+        if any(d.kind == kind and (d.loc.file, d.loc.line, d.loc.col) == (src.file, first, col)
+               for d in self.diagnostics):
+            return  # the same construct seen again in another unrolled iteration
         self.diagnostics.append(Diagnostic(kind, Location(src.file, first, col), message, explanation, hint))
 
     def origin(self, frame: _Frame, node) -> Origin:
@@ -451,7 +454,33 @@ class PartialEvaluator:
     def expression(self, expr, frame: _Frame, out: list, line) -> cst.BaseExpression:
         """Fold `expr`; inline calls to model methods inside it into `out` first."""
         expr = self._inline_nested(expr, frame, out, line)
+        self._check_module_indexing(expr, frame)
         return fold(expr, frame.scope)
+
+    def _check_module_indexing(self, expr, frame: _Frame) -> None:
+        """`self.experts[k]` with a run-time `k` cannot be compiled: report it."""
+        found = []
+
+        class _Subscripts(cst.CSTVisitor):
+            def visit_Subscript(self, node):
+                found.append(node)
+
+        expr.visit(_Subscripts())
+        for node in found:
+            try:
+                base = value_of(node.value, frame.scope)
+            except Exception:
+                continue
+            if not isinstance(base, ModRef) or not isinstance(base.obj, (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
+                continue
+            try:
+                value_of(node, frame.scope)
+            except Unknown:
+                self._error("dynamic-module", frame.src, node, "module chosen by a run-time value",
+                            "each compiled region calls fixed modules; the index is only known at run time",
+                            "select the module with if/elif on the value (`if k == 0: y = self.experts[0](x)`)")
+            except Exception:
+                continue
 
     def _inline_nested(self, expr, frame, out, line):
         calls: list[cst.Call] = []

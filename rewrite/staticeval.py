@@ -124,8 +124,12 @@ def _call(node: cst.Call, scope: Scope):
         raise Unknown("call")
     args, kwargs = [], {}
     for arg in node.args:
-        if arg.star:
-            raise Unknown("star")
+        if arg.star == "*":
+            args.extend(_plain(value_of(arg.value, scope)))
+            continue
+        if arg.star == "**":
+            kwargs.update(_plain(value_of(arg.value, scope)))
+            continue
         value = value_of(arg.value, scope)
         if fn is builtins.getattr and isinstance(value, ModRef) and not args:
             args.append(value)

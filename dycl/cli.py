@@ -1,0 +1,137 @@
+"""The `dycl` command line."""
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["main"]
+
+_STEP_TEXT = {
+    "load": "Loading the model file",
+    "rewrite": "Rewriting forward (libcst)",
+    "generate": "Generating host.py and regions",
+    "explore": "Exploring shapes and paths",
+    "export": "Exporting and compiling regions",
+    "package": "Writing the package",
+    "check": "Checking against the original model",
+}
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dycl")
+def main() -> None:
+    """Compile dynamic PyTorch networks with static deep-learning compilers."""
+
+
+@main.command()
+@click.argument("model_file", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output package directory.")
+@click.option("--backend", type=click.Choice(["onnxruntime", "torch"]), default="onnxruntime", show_default=True,
+              help="Compiler for the regions (torch runs them eagerly, for debugging).")
+@click.option("--check", "check_n", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Sample inputs to compare against the original model.")
+@click.option("--model", "model_ref", metavar="MODULE:CALLABLE", help="Factory for files without get_model().")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=DTYPE[DIMS]",
+              help="Example input, e.g. x=float32[1,3,32,32] (repeat per input).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sample_inputs().")
+def convert(model_file, out, backend, check_n, model_ref, inputs, seed) -> None:
+    """Convert MODEL_FILE into a compiled package at OUT."""
+    from rewrite import ConversionError
+
+    from .convert import ConvertOptions, StepFailed, convert as run_convert
+    from .modelfile import ModelFileError
+    from .package import summary
+
+    console = Console(stderr=True)
+    opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed)
+    start = time.perf_counter()
+    try:
+        with console.status("") as status:
+            def on_step(step: str, phase: str) -> None:
+                if phase == "start":
+                    status.update(f"[bold]{_STEP_TEXT[step]}[/] …")
+                else:
+                    console.print(f"  [green]✓[/] {_STEP_TEXT[step]}")
+
+            result = run_convert(opts, on_step)
+    except ConversionError as exc:
+        click.echo(exc.format(), err=True)
+        sys.exit(2)
+    except StepFailed as exc:
+        if isinstance(exc.error, ModelFileError):
+            click.echo(f"error: {exc.error}", err=True)
+            sys.exit(2)
+        if isinstance(exc.error, ConversionError):
+            click.echo(exc.error.format(), err=True)
+            sys.exit(2)
+        click.echo(f"error: conversion failed in step '{exc.step}': {exc.error}", err=True)
+        click.echo("No output was written.", err=True)
+        sys.exit(1)
+    info = summary(result)
+    _print_summary(Console(), info, result.out, time.perf_counter() - start)
+
+
+def _print_summary(console: Console, info: dict, out: str, seconds: float) -> None:
+    check = info["check"]
+    table = Table(title=f"dycl convert: {info['model']}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    d = info["decisions"]
+    table.add_row("regions", f"{info['regions']} ({info['artifacts']} compiled artifacts)")
+    table.add_row("decisions", f"{d.get('value', 0)} value-determined, {d.get('shape', 0)} shape-determined, "
+                               f"{d.get('static', 0)} static (folded)")
+    table.add_row("paths covered", f"{check['paths']} over {check['samples']} samples"
+                                   f" (+{info['forced_runs']} forced runs)")
+    table.add_row("check", f"[green]pass[/]: δ = {check['delta']:.2g}, η = {check['eta']}" if check["passed"]
+                  else f"[red]FAIL[/]: {check['failure']}")
+    table.add_row("time", f"{seconds:.1f} s")
+    table.add_row("package", out)
+    console.print(table)
+
+
+@main.command()
+@click.argument("package", type=click.Path(exists=True, file_okay=False))
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run this many random inputs.")
+def run(package, seed, repeat) -> None:
+    """Run PACKAGE on random inputs matching its signature (no torch needed)."""
+    import numpy as np
+
+    from . import load
+
+    net = load(package)
+    rng = np.random.default_rng(seed)
+    for _ in range(repeat):
+        args = []
+        for param in net.signature:
+            if param["kind"] != "array":
+                raise click.UsageError(f"input {param['name']} is not an array; call the package from Python")
+            shape = [d if isinstance(d, int) else 1 for d in param["shape"]]
+            args.append(rng.standard_normal(shape).astype(param["dtype"]))
+        start = time.perf_counter()
+        out = net(*args)
+        ms = (time.perf_counter() - start) * 1e3
+        click.echo(f"{_brief(out)}  ({ms:.2f} ms)")
+
+
+def _brief(value) -> str:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        flat = value.reshape(-1)
+        head = ", ".join(f"{v:.4g}" if value.dtype.kind == "f" else str(v) for v in flat[:4])
+        return f"{value.dtype}{list(value.shape)}[{head}{', ...' if flat.size > 4 else ''}]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_brief(v) for v in value) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_brief(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_brief(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+if __name__ == "__main__":
+    main()

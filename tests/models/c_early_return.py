@@ -1,0 +1,56 @@
+"""BranchyNet-style early exit: return from the middle of forward when confident.
+
+The first exit head's softmax confidence is compared with a threshold; a
+confident input returns the early logits right away, the others continue
+through a second stage and return from the final head.  All layers are
+bias-free ReLU/linear maps, so the confidence grows with the input scale,
+which sample_inputs uses to pick the exit.
+"""
+
+import torch
+import torch.nn as nn
+
+DIM = 32
+
+
+class EarlyExitNet(nn.Module):
+    def __init__(self, dim=DIM, hidden=64, num_classes=10, threshold=0.9):
+        super().__init__()
+        self.threshold = threshold
+        self.stage1 = nn.Sequential(nn.Linear(dim, hidden, bias=False), nn.ReLU())
+        self.exit1 = nn.Linear(hidden, num_classes, bias=False)
+        self.stage2 = nn.Sequential(
+            nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+        )
+        self.exit2 = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        h = self.stage1(x)
+        early_logits = self.exit1(h)
+        confidence = torch.softmax(early_logits, dim=1).max()
+        if confidence > self.threshold:
+            return early_logits
+        h = self.stage2(h)
+        logits = self.exit2(h)
+        return logits + 0.1 * early_logits
+
+
+def get_model():
+    torch.manual_seed(0)
+    return EarlyExitNet().eval()
+
+
+def sample_inputs(n, seed=0):
+    """Unit-ish random directions; even samples scaled by 1000 (confident), odd by 0.05."""
+    gen = torch.Generator().manual_seed(seed)
+    inputs = []
+    for i in range(n):
+        v = torch.randn(1, DIM, generator=gen)
+        v = v / v.norm()
+        scale = 1000.0 if i % 2 == 0 else 0.05
+        inputs.append((scale * v,))
+    return inputs
+
+
+def get_inputs():
+    return sample_inputs(1)[0]

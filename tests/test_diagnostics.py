@@ -1,0 +1,80 @@
+"""Unsupported code is reported like a compiler does, all at once, and nothing is written."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import MODELS, ROOT
+from dycl.modelfile import load_model_file
+from rewrite import ConversionError, rewrite_model
+
+BAD = os.path.join(MODELS, "bad_constructs.py")
+
+EXPECTED = """\
+tests/models/bad_constructs.py:14:9: error: `global` in forward [global-state]
+            global STEPS
+            ^
+  Explanation: a compiled package cannot read or write Python globals at run time
+  Hint: pass the value as an input or store it on the model as a constant
+
+tests/models/bad_constructs.py:15:9: error: `while` loop in forward [dynamic-loop]
+            while x.sum() > 0:
+            ^
+  Explanation: a while loop's trip count depends on run-time values; data-dependent loops are not supported yet
+  Hint: loop over a fixed `range(N)` and skip iterations with `if`
+
+tests/models/bad_constructs.py:17:20: error: loop over a value known only at run time [dynamic-loop]
+            for row in x:
+                       ^
+  Explanation: only loops with a trip count fixed by the model (range(N), a ModuleList, a ModuleDict) can be unrolled; data-dependent loops are not supported yet
+  Hint: loop over a fixed range and skip iterations with `if`
+
+tests/models/bad_constructs.py:19:9: error: `try` around tensor code [try-block]
+            try:
+            ^
+  Explanation: exceptions raised inside compiled regions cannot be caught by the host
+  Hint: remove the try/except or handle the error outside the model
+
+4 errors: the model cannot be converted as written."""
+
+
+def test_every_unsupported_construct_is_reported_together(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    spec = load_model_file(BAD)
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    assert [d.kind for d in info.value.diagnostics] == ["global-state", "dynamic-loop", "dynamic-loop", "try-block"]
+    assert info.value.format() == EXPECTED
+
+
+def test_cli_prints_diagnostics_exits_2_and_writes_nothing(tmp_path):
+    out = tmp_path / "bad"
+    proc = subprocess.run([sys.executable, "-m", "dycl.cli", "convert", "tests/models/bad_constructs.py",
+                           "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2
+    assert EXPECTED in proc.stderr
+    assert not out.exists()
+    assert os.listdir(tmp_path) == []  # no temporary folder left either
+
+
+def test_module_chosen_by_tensor_value_is_reported(tmp_path, monkeypatch):
+    src = tmp_path / "dyn_index.py"
+    src.write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])\n\n"
+        "    def forward(self, x):\n"
+        "        k = int(x.argmax().item()) % 2\n"
+        "        return self.experts[k](x)\n\n\n"
+        "def get_model():\n    return M()\n\n\n"
+        "def get_inputs():\n    return (torch.randn(1, 4),)\n")
+    monkeypatch.chdir(tmp_path)
+    spec = load_model_file(str(src))
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    text = info.value.format()
+    assert text.startswith("dyn_index.py:12:16: error: module chosen by a run-time value [dynamic-module]")
+    assert "Hint: select the module with if/elif on the value" in text

@@ -1,0 +1,109 @@
+"""The torch-free runtime: packages load without torch, inputs are checked, artifacts verified."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import MODELS, run_python
+
+GATED = os.path.join(MODELS, "golden_gated.py")
+
+
+def test_package_runs_where_torch_cannot_be_imported(converted):
+    import torch
+
+    from dycl.modelfile import load_model_file
+
+    result = converted(GATED, check=5)
+    spec = load_model_file(GATED)
+    inputs = [s[0].numpy() for s in spec.sample_inputs(6)]
+    np.save(os.path.join(result.out, "..", "inputs.npy"), np.stack(inputs))
+    code = f"""
+import numpy as np
+try:
+    import torch
+    raise SystemExit("torch imported")
+except ImportError:
+    pass
+import dycl
+net = dycl.load({result.out!r})
+xs = np.load({os.path.join(result.out, '..', 'inputs.npy')!r})
+outs = [net(x) for x in xs]
+assert "torch" not in [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None]
+np.save({os.path.join(result.out, '..', 'outputs.npy')!r}, np.stack([o[0] for o in outs]))
+print([o[1] for o in outs])
+"""
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    got = np.load(os.path.join(result.out, "..", "outputs.npy"))
+    with torch.no_grad():
+        expected = [spec.model(torch.from_numpy(x)) for x in inputs]
+    np.testing.assert_allclose(got, np.stack([e[0].numpy() for e in expected]), atol=1e-5)
+    assert proc.stdout.strip() == str([e[1] for e in expected])
+
+
+def test_wrong_rank(converted):
+    import dycl
+
+    net = dycl.load(converted(GATED, check=5).out)
+    with pytest.raises(dycl.InputError) as info:
+        net(np.zeros((8,), np.float32))
+    assert str(info.value) == "input 'x': expected rank 2 (shape (1, 8)), got rank 1 (shape (8,))"
+
+
+def test_wrong_dtype(converted):
+    import dycl
+
+    net = dycl.load(converted(GATED, check=5).out)
+    with pytest.raises(dycl.InputError) as info:
+        net(np.zeros((1, 8), np.float64))
+    assert str(info.value) == "input 'x': expected dtype float32, got float64"
+
+
+def test_wrong_static_dim(converted):
+    import dycl
+
+    net = dycl.load(converted(GATED, check=5).out)
+    with pytest.raises(dycl.InputError) as info:
+        net(np.zeros((1, 9), np.float32))
+    assert str(info.value) == ("input 'x': dim 1 must be 8 (shape (1, 8)), got 9; "
+                               "reconvert with --dynamic x:DIM=NAME to make a dim dynamic")
+
+
+def test_wrong_number_of_inputs(converted):
+    import dycl
+
+    net = dycl.load(converted(GATED, check=5).out)
+    with pytest.raises(dycl.InputError) as info:
+        net()
+    assert str(info.value) == "expected 1 inputs (x), got 0"
+
+
+def test_torch_tensors_are_accepted(converted):
+    import torch
+
+    import dycl
+
+    net = dycl.load(converted(GATED, check=5).out)
+    x = torch.randn(1, 8)
+    a, b = net(x), net(x.numpy())
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[1] == b[1]
+
+
+def test_modified_artifact_is_refused(converted, tmp_path):
+    import shutil
+
+    import dycl
+    from dycl.runtime import PackageError
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(converted(GATED, check=5).out, pkg)
+    manifest = json.loads((pkg / "manifest.json").read_text())
+    victim = next(f for f in manifest["files"] if f.endswith(".onnx"))
+    with open(pkg / victim, "ab") as fh:
+        fh.write(b"\0")
+    with pytest.raises(PackageError) as info:
+        dycl.load(str(pkg))
+    assert str(info.value) == f"{pkg}: {victim} was modified after conversion (hash mismatch)"
