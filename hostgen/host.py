@@ -43,16 +43,18 @@ class _HostEmitter:
 
     def emit_If(self, node: If) -> list[cst.BaseStatement]:
         orelse = None
-        if node.orelse:
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], If):
+            orelse = self.emit_If(node.orelse[0])[0]  # `elif`
+        elif node.orelse:
             orelse = cst.Else(cst.IndentedBlock(self.block(node.orelse)))
-        comment = f"# decision {node.decision} ({node.dclass}-determined), {node.origin.func} {node.origin.lines}"
+        header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(
+            f"# decision {node.decision}: {node.dclass}-determined ({node.origin.func} {node.origin.lines})"))
         test = node.test
         if self.instrument:
             test = cst.Call(cst.Attribute(cst.Name("regions"), cst.Name("decide")),
                             [cst.Arg(cst.SimpleString(repr(node.decision))),
                              cst.Arg(cst.SimpleString(repr(node.dclass))), cst.Arg(test)])
-        return [cst.If(test, cst.IndentedBlock(self.block(node.body)), orelse,
-                       leading_lines=comment_lines(comment))]
+        return [cst.If(test, cst.IndentedBlock(self.block(node.body), header=header), orelse)]
 
 
 def host_source(program: Program, model_file: str, instrument: bool = False) -> str:

@@ -139,6 +139,9 @@ class Builder:
             base = base.value
         return base is not target and isinstance(base, cst.Name) and kinds.get(base.value) == TENSOR
 
+    def new_region(self, stmts: list[Stmt]) -> Region:
+        return self._region(stmts)
+
     def _region(self, stmts: list[Stmt]) -> Region:
         origin = stmts[0].origin
         for s in stmts[1:]:

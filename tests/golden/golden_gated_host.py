@@ -8,50 +8,47 @@ Do not edit: reconvert the model instead.
 def forward(regions, x):
     # forward L33: x = x * 2
     x, g = regions.x_L33(x)
-    # decision L39 (value-determined), forward L39
-    if g.item() > 0.5:
+    if g.item() > 0.5:  # decision L39: value-determined (forward L39)
         # Block.forward L14-17: out = self.blocks[0].fc(x)
-        x = regions.out_L14(x)
+        x, g = regions.out_L14(x)
     else:
         # forward L41: cond_L41 = x.abs().sum() > 3.0
         cond_L41 = regions.cond_L41(x)
-        # decision L41 (value-determined), forward L41
-        if cond_L41:
+        if cond_L41:  # decision L41: value-determined (forward L41)
             # forward L42: out_L42 = self.head(x)
             out_L42 = regions.out_L42(x)
             # forward L42
             return out_L42, 0
-    # forward L37: x = self.ds['group0_ds1'](x)
-    x, g = regions.x_L37(x)
-    # decision L39_1 (value-determined), forward L39
-    if g.item() > 0.5:
+        else:
+            # forward L37: x = self.ds['group0_ds1'](x)
+            x, g = regions.x_L37_1(x)
+    if g.item() > 0.5:  # decision L39_1: value-determined (forward L39)
         # Block.forward L14-17: out = self.blocks[1].fc(x)
-        x = regions.out_L14_1(x)
+        x, g = regions.out_L14_1(x)
     else:
         # forward L41: cond_L41_1 = x.abs().sum() > 3.0
         cond_L41_1 = regions.cond_L41_1(x)
-        # decision L41_1 (value-determined), forward L41
-        if cond_L41_1:
+        if cond_L41_1:  # decision L41_1: value-determined (forward L41)
             # forward L42: out_L42_1 = self.head(x)
             out_L42_1 = regions.out_L42_1(x)
             # forward L42
             return out_L42_1, 1
-    # GatedNet._gate L30: g = torch.sigmoid(self.gates[2](x))
-    g = regions.g_L30(x)
-    # decision L39_2 (value-determined), forward L39
-    if g.item() > 0.5:
+        else:
+            # GatedNet._gate L30: g = torch.sigmoid(self.gates[2](x))
+            g = regions.g_L30_1(x)
+    if g.item() > 0.5:  # decision L39_2: value-determined (forward L39)
         # Block.forward L14-17: out = self.blocks[2].fc(x)
-        x = regions.out_L14_2(x)
+        out_L43 = regions.out_L14_2(x)
     else:
         # forward L41: cond_L41_2 = x.abs().sum() > 3.0
         cond_L41_2 = regions.cond_L41_2(x)
-        # decision L41_2 (value-determined), forward L41
-        if cond_L41_2:
+        if cond_L41_2:  # decision L41_2: value-determined (forward L41)
             # forward L42: out_L42_2 = self.head(x)
             out_L42_2 = regions.out_L42_2(x)
             # forward L42
             return out_L42_2, 2
-    # forward L43: out_L43 = self.head(x)
-    out_L43 = regions.out_L43(x)
+        else:
+            # forward L43: out_L43 = self.head(x)
+            out_L43 = regions.out_L43_1(x)
     # forward L43
     return out_L43, 3

@@ -1,0 +1,69 @@
+"""Tail merging: a region right after an `if` moves into the end of each arm.
+
+`if g: x = block(x)` followed by `g = gate(x)` costs two backend calls on the
+taken path; merged, each arm ends with one region that also computes the
+next decision's inputs. The region is duplicated (once per arm that falls
+through), never re-ordered, so behaviour is unchanged.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from .cfg import HostStmt, If, Region, RegionCall
+
+__all__ = ["tail_merge"]
+
+
+def _terminates(nodes: list) -> bool:
+    if not nodes:
+        return False
+    last = nodes[-1]
+    if isinstance(last, HostStmt):
+        return isinstance(last.node, cst.Return)
+    if isinstance(last, If):
+        return _terminates(last.body) and _terminates(last.orelse)
+    return False
+
+
+def _ends_in_region(nodes: list) -> bool:
+    if not nodes or _terminates(nodes):
+        return False
+    last = nodes[-1]
+    if isinstance(last, RegionCall):
+        return True
+    if isinstance(last, If):
+        return _ends_in_region(last.body) or _ends_in_region(last.orelse)
+    return False
+
+
+def tail_merge(nodes: list, new_region) -> list:
+    """Merge regions into the arms of the `if` before them; `new_region(stmts)` names copies."""
+    out: list = []
+    for node in nodes:
+        if isinstance(node, If):
+            node.body = tail_merge(node.body, new_region)
+            node.orelse = tail_merge(node.orelse, new_region)
+        if isinstance(node, RegionCall) and out and isinstance(out[-1], If) and _ends_in_region([out[-1]]):
+            _push(out[-1], node.region, new_region, first=True)
+            continue
+        out.append(node)
+    return out
+
+
+def _push(node: If, region: Region, new_region, first: bool) -> None:
+    for arm in (node.body, node.orelse):
+        _push_arm(arm, region, new_region)
+
+
+def _push_arm(arm: list, region: Region, new_region) -> None:
+    if _terminates(arm):
+        return
+    last = arm[-1] if arm else None
+    if isinstance(last, RegionCall):
+        merged = last.region
+        merged.stmts = merged.stmts + region.stmts
+        merged.origin = merged.origin.span(region.origin)
+    elif isinstance(last, If):
+        _push(last, region, new_region, first=False)
+    else:
+        arm.append(RegionCall(new_region(list(region.stmts))))

@@ -1,0 +1,125 @@
+#!/usr/bin/env python
+"""Benchmark converted zoo models against eager PyTorch, single-threaded, medians.
+
+    python scripts/bench.py                      # every zoo model
+    python scripts/bench.py --models skipnet moe --repeat 20 --json out.json
+
+For each model: converts it (onnxruntime), then times eager and the converted
+package on the same sample inputs (several paths), interleaved so both see
+the same machine load. Reports median latency, the speed-up ratio, and the
+backend calls one inference costs (median and max over the inputs).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import torch  # noqa: E402
+
+import dycl  # noqa: E402
+from dycl.convert import ConvertOptions, convert  # noqa: E402
+from dycl.explore import to_numpy  # noqa: E402
+
+
+def _count_calls(net) -> list[int]:
+    counter = [0]
+    for region in vars(net.regions).values():
+        if region.fn is None:
+            continue
+        fn = region.fn
+
+        def counted(arrays, fn=fn):
+            counter[0] += 1
+            return fn(arrays)
+
+        region.fn = counted
+    return counter
+
+
+def _median_time(fn, args, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_model(path: str, workdir: str, n_inputs: int, repeat: int) -> dict:
+    name = os.path.splitext(os.path.basename(path))[0]
+    start = time.perf_counter()
+    result = convert(ConvertOptions(path, os.path.join(workdir, name), check=n_inputs))
+    convert_s = time.perf_counter() - start
+    model = result.spec.model
+    net = dycl.load(result.out, threads=1)
+    counter = _count_calls(net)
+    inputs = result.spec.sample_inputs(n_inputs)
+    np_inputs = [tuple(to_numpy(v) for v in inp) for inp in inputs]
+    calls = []
+    for args in np_inputs:
+        counter[0] = 0
+        net(*args)
+        calls.append(counter[0])
+    eager, converted = [], []
+    with torch.no_grad():
+        for inp, args in zip(inputs, np_inputs):
+            for _ in range(3):  # warm-up, both sides
+                model(*inp)
+                net(*args)
+            eager.append(_median_time(model, inp, repeat))
+            converted.append(_median_time(net, args, repeat))
+    e, c = statistics.median(eager), statistics.median(converted)
+    return {
+        "model": name,
+        "eager_ms": e * 1e3,
+        "dycl_ms": c * 1e3,
+        "speedup": e / c,
+        "calls_median": statistics.median(calls),
+        "calls_max": max(calls),
+        "regions": len(result.program.regions),
+        "paths": result.check.paths,
+        "convert_s": convert_s,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--zoo", default=os.path.join(ROOT, "models_zoo"))
+    parser.add_argument("--models", nargs="*", help="zoo model names (default: all)")
+    parser.add_argument("--inputs", type=int, default=20, help="sample inputs per model")
+    parser.add_argument("--repeat", type=int, default=15, help="timed runs per input")
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+
+    torch.set_num_threads(1)
+    names = args.models or sorted(f[:-3] for f in os.listdir(args.zoo) if f.endswith(".py") and not f.startswith("_"))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="dycl-bench-") as workdir:
+        for name in names:
+            rows.append(bench_model(os.path.join(args.zoo, f"{name}.py"), workdir, args.inputs, args.repeat))
+            r = rows[-1]
+            print(f"  {r['model']}: eager {r['eager_ms']:.3f} ms, dycl {r['dycl_ms']:.3f} ms", file=sys.stderr)
+    print("| model | eager (ms) | dycl onnxruntime (ms) | speed-up | backend calls / inference (median, max) "
+          "| regions | paths | convert (s) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['model']} | {r['eager_ms']:.3f} | {r['dycl_ms']:.3f} | {r['speedup']:.2f}x | "
+              f"{r['calls_median']:g}, {r['calls_max']} | {r['regions']} | {r['paths']} | {r['convert_s']:.1f} |")
+    geo = statistics.geometric_mean([r["speedup"] for r in rows])
+    print(f"\nGeomean speed-up over eager: {geo:.2f}x (single thread, medians over {args.inputs} inputs "
+          f"x {args.repeat} runs)")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"rows": rows, "geomean_speedup": geo}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
