@@ -183,6 +183,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     """Natural runs (checked against `model`), then forced runs until every arm is covered."""
     exp = Exploration(model, host, module, region_names)
     natural_paths = []
+    reached_under: dict[str, tuple[int, dict]] = {}  # decision -> (input, forcing) that first reached it
     for k, inp in enumerate(inputs):
         with torch.no_grad():
             expected = to_numpy(model(*inp))
@@ -191,25 +192,30 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
         if err > tol:
             raise RewriteMismatch(f"sample {k}: the rewritten program differs from the model by {err:.3g}")
         natural_paths.append(path)
+        for d, _ in path:
+            reached_under.setdefault(d, (k, {}))
     exp.paths = natural_paths
     exp.natural_arms = set(exp.arms)
+    # Force the arms no sample took. A decision first reached under some forcing
+    # is forced on top of it, so arms nested under forced arms get covered too.
     forced_runs = 0
     for _ in range(max_forced):
-        decisions = {d for d, _ in exp.arms}
-        missing = sorted((d, v) for d in decisions for v in (True, False) if (d, v) not in exp.arms)
-        if not missing:
-            break
+        missing = sorted((d, v) for d in reached_under for v in (True, False) if (d, v) not in exp.arms)
         progress = False
         for decision, value in missing:
             if (decision, value) in exp.arms:
                 continue
-            for inp in inputs[:3]:
+            first, under = reached_under[decision]
+            force = {**under, decision: value}
+            for k in [first] + [i for i in range(min(3, len(inputs))) if i != first]:
                 try:
-                    exp.run(inp, {decision: value})
+                    _, path = exp.run(inputs[k], force)
                 except Exception:
                     continue  # a forced arm may be impossible for this input
                 forced_runs += 1
                 progress = True
+                for d, _ in path:
+                    reached_under.setdefault(d, (k, force))
                 break
         if not progress:
             break

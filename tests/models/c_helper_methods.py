@@ -1,7 +1,7 @@
 """Forward delegating to helper methods, one of them inherited.
 
-``_route`` picks an expert index with argmax(.item()), ``_expert`` runs the
-chosen expert from a ModuleList, and ``_sanitize`` -- defined on the base
+``_route`` picks an expert index with argmax(.item()), ``_expert`` dispatches
+to the chosen expert of a ModuleList with if/elif, and ``_sanitize`` -- defined on the base
 class -- rescales inputs with a large peak, returning early in that case.
 """
 
@@ -45,7 +45,11 @@ class RoutedExperts(SanitizingModule):
         return int(torch.argmax(self.router(x), dim=1).item())
 
     def _expert(self, i, h):
-        return self.experts[i](h)
+        if i == 0:
+            return self.experts[0](h)
+        elif i == 1:
+            return self.experts[1](h)
+        return self.experts[2](h)
 
     def forward(self, x):
         x = self._sanitize(x)
