@@ -80,6 +80,32 @@ def step_generate(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
+    _explore(opts, st)
+    constant = _constant_shape_decisions(st)
+    if constant:  # fold them, like static config, and explore the smaller program
+        st.program = rewrite_model(st.spec.model, st.spec.inputs, fixed=constant)
+        step_generate(opts, st)
+        _explore(opts, st)
+    unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
+    if unreached:
+        names = ", ".join(f"{r.name} ({r.origin})" for r in unreached)
+        raise RuntimeError(f"no input reached region(s) {names}, even with every decision forced; "
+                           "add sample_inputs() that take those paths")
+
+
+def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
+    """Shape-determined decisions that went one way on every run, when no input dim is dynamic."""
+    if st.spec.dynamic:
+        return {}
+    fixed = {}
+    for d in st.program.decisions:
+        arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
+        if d.dclass == "shape" and len(arms) == 1:
+            fixed[d.decision] = arms.pop()
+    return fixed
+
+
+def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     from .runtime.model import _import_host
 
     scratch = os.path.join(st.workdir, ".scratch")
@@ -88,11 +114,6 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
                                              [r.name for r in st.program.regions], inputs)
-    unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
-    if unreached:
-        names = ", ".join(f"{r.name} ({r.origin})" for r in unreached)
-        raise RuntimeError(f"no input reached region(s) {names}, even with every decision forced; "
-                           "add sample_inputs() that take those paths")
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:

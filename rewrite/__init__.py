@@ -37,10 +37,12 @@ def _all_names(node: cst.CSTNode) -> set[str]:
     return names
 
 
-def rewrite_model(model: nn.Module, example_inputs: tuple) -> Program:
+def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool] | None = None) -> Program:
     """Split `model.forward` into host control flow and branch-free regions.
 
-    Raises ConversionError with every unsupported construct found.
+    `fixed` decides shape-determined decisions (by id) that cannot change
+    because the input shapes are static. Raises ConversionError with every
+    unsupported construct found.
     """
     src = function_source(type(model).forward)
     if src is None:
@@ -53,14 +55,15 @@ def rewrite_model(model: nn.Module, example_inputs: tuple) -> Program:
     if len(example_inputs) != len(params):
         raise TypeError(f"forward takes {len(params)} inputs ({', '.join(params)}) but {len(example_inputs)} were given")
     kinds = Kinds({p: _kind_of(v) for p, v in zip(params, example_inputs)})
-    builder = Builder(kinds, names)
+    builder = Builder(kinds, names, fixed)
     body = builder.block(lowered, kinds)
     body = tail_merge(body, builder.new_region)
     variables = set(params) | set(kinds.kinds)
     body = assign_region_signatures(body, params, variables)
     regions = _regions_in(body)
     decisions = [d for d in builder.decisions if _contains(body, d)]
-    return Program(type(model).__qualname__, params, body, regions, decisions, origin, evaluator.static_decisions,
+    return Program(type(model).__qualname__, params, body, regions, decisions, origin,
+                   evaluator.static_decisions + len(fixed or {}),
                    evaluator.globals)
 
 

@@ -21,7 +21,8 @@ _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "
 
 
 class Builder:
-    def __init__(self, kinds: Kinds, names: Namespace):
+    def __init__(self, kinds: Kinds, names: Namespace, fixed: dict[str, bool] | None = None):
+        self.fixed = fixed or {}
         self.kinds = kinds
         self.names = names
         self.region_names = Namespace()
@@ -69,12 +70,15 @@ class Builder:
         value = bool(emitted) or analyze(test, kinds).value
         flush()
         test = to_host(test, kinds)
+        decision = self.decision_names.fresh(f"L{node.origin.first}")
+        if decision in self.fixed:  # a shape decision exploration found constant
+            out.extend(self.block(node.body if self.fixed[decision] else node.orelse, kinds))
+            return
         body_kinds, else_kinds = kinds.copy(), kinds.copy()
         body = self.block(node.body, body_kinds)
         orelse = self.block(node.orelse, else_kinds)
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
-        decision = self.decision_names.fresh(f"L{node.origin.first}")
         result = If(test, body, orelse, node.origin, decision, "value" if value else "shape")
         self.decisions.append(result)
         out.append(result)
