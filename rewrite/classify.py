@@ -67,6 +67,21 @@ class Info:
         self.vtype, self.host, self.needs_hoist, self.value = vtype, host, needs_hoist, value
 
 
+def _constant_index(node, kinds: "Kinds") -> bool:
+    """`policy[0, i]` with literal ints on a tensor variable: numpy indexes it in the host."""
+    if not isinstance(node, cst.Subscript) or not isinstance(node.value, cst.Name):
+        return False
+    if kinds.get(node.value.value) != TENSOR:
+        return False
+    for el in node.slice:
+        value = el.slice.value if isinstance(el.slice, cst.Index) else None
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            value = value.expression
+        if not isinstance(value, cst.Integer):
+            return False
+    return True
+
+
 def _method(node: cst.Call):
     if isinstance(node.func, cst.Attribute):
         return node.func.value, node.func.attr.value
@@ -98,6 +113,8 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
         base, method = _method(node)
         if base is not None:
             binfo = analyze(base, kinds)
+            if method in SYNC_METHODS and not node.args and _constant_index(base, kinds):
+                return Info(SCALAR, True, value=True)
             if binfo.vtype == TENSOR and method in SHAPE_METHODS:
                 return Info(SCALAR, True, needs_hoist=not binfo.host or not _args_host(node, kinds), value=False)
             if binfo.vtype == TENSOR and method in SYNC_METHODS and not node.args:
@@ -109,6 +126,8 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
         name = _builtin(node, kinds)
         if name in _HOST_BUILTINS and all(not a.star for a in node.args):
             infos = [analyze(a.value, kinds) for a in node.args]
+            if name in SYNC_BUILTINS and len(infos) == 1 and _constant_index(node.args[0].value, kinds):
+                return Info(SCALAR, True, value=True)
             if name in SYNC_BUILTINS and len(infos) == 1 and infos[0].vtype == TENSOR:
                 return Info(SCALAR, True, needs_hoist=not infos[0].host, value=True)
             if name == "len" and len(infos) == 1:

@@ -55,6 +55,7 @@ class CompiledModel:
         self._forward = host.forward
         self.regions = _Regions(regions)
         self.signature = manifest["signature"]
+        self._dtypes = [np.dtype(p["dtype"]) if p["kind"] == "array" else None for p in self.signature]
 
     def __call__(self, *inputs):
         args = self._validate(inputs)
@@ -66,14 +67,12 @@ class CompiledModel:
             names = ", ".join(p["name"] for p in params)
             raise InputError(f"expected {len(params)} inputs ({names}), got {len(inputs)}")
         args, symbols = [], {}
-        for value, param in zip(inputs, params):
-            args.append(self._check(value, param, symbols))
+        for value, param, dtype in zip(inputs, params, self._dtypes):
+            args.append(value if dtype is None else self._check(value, param, dtype, symbols))
         return args
 
-    def _check(self, value, param: dict, symbols: dict):
+    def _check(self, value, param: dict, dtype, symbols: dict):
         name = param["name"]
-        if param["kind"] != "array":
-            return value
         if type(value).__module__.startswith("torch"):
             value = value.detach().cpu().numpy()
         value = np.asarray(value) if not isinstance(value, np.ndarray) else value
@@ -82,7 +81,7 @@ class CompiledModel:
         if value.ndim != len(expected):
             raise InputError(f"input '{name}': expected rank {len(expected)} (shape {_shape(expected)}), "
                              f"got rank {value.ndim} (shape {tuple(value.shape)})")
-        if str(value.dtype) != param["dtype"]:
+        if value.dtype != dtype:
             raise InputError(f"input '{name}': expected dtype {param['dtype']}, got {value.dtype}")
         for axis, (want, got) in enumerate(zip(expected, value.shape)):
             if isinstance(want, int):

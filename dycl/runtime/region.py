@@ -11,7 +11,8 @@ class RegionError(RuntimeError):
 
 
 class RegionCallable:
-    __slots__ = ("name", "origin", "fn", "in_specs", "out_specs", "sources", "single", "feeds", "__weakref__")
+    __slots__ = ("name", "origin", "fn", "in_specs", "out_specs", "sources", "single", "feeds", "_fast",
+                 "__weakref__")
 
     def __init__(self, meta: dict, fn):
         self.name = meta["name"]
@@ -24,10 +25,26 @@ class RegionCallable:
         self.single = len(self.out_specs) == 1
         self.feeds = meta["graph_inputs"]
 
+        if all(sp["t"] == "array" for sp in self.in_specs) and all(sp["t"] == "array" for sp in self.out_specs) \
+                and self.feeds == list(range(len(self.in_specs))) and fn is not None \
+                and self.sources == [("graph", k) for k in range(len(self.out_specs))]:
+            self._fast = True  # arrays in, arrays out: no flattening on the hot path
+        else:
+            self._fast = False
+
     def __call__(self, *args):
+        if self._fast:
+            try:
+                results = self.fn(args)
+            except Exception as exc:
+                raise RegionError(f"while executing region {self.name} ({self.origin}): {exc}") from exc
+            return results[0] if self.single else tuple(results)
         flat: list = []
         for value, spec in zip(args, self.in_specs):
-            flatten(value, spec, flat)
+            if spec["t"] == "array":
+                flat.append(value)
+            else:
+                flatten(value, spec, flat)
         try:
             results = self.fn([flat[i] for i in self.feeds]) if self.fn is not None else ()
         except Exception as exc:
