@@ -43,18 +43,20 @@ class _HostEmitter:
 
     def emit_If(self, node: If) -> list[cst.BaseStatement]:
         orelse = None
-        if len(node.orelse) == 1 and isinstance(node.orelse[0], If):
-            orelse = self.emit_If(node.orelse[0])[0]  # `elif`
-        elif node.orelse:
-            orelse = cst.Else(cst.IndentedBlock(self.block(node.orelse)))
         header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(
             f"# decision {node.decision}: {node.dclass}-determined ({node.origin.func} {node.origin.lines})"))
-        test = node.test
+        test, body, orelse_nodes = node.test, node.body, node.orelse
+        if not body and orelse_nodes and not self.instrument:  # `if c: pass else: ...` reads as `if not c:`
+            test, body, orelse_nodes = cst.UnaryOperation(cst.Not(), test), orelse_nodes, []
         if self.instrument:
             test = cst.Call(cst.Attribute(cst.Name("regions"), cst.Name("decide")),
                             [cst.Arg(cst.SimpleString(repr(node.decision))),
                              cst.Arg(cst.SimpleString(repr(node.dclass))), cst.Arg(test)])
-        return [cst.If(test, cst.IndentedBlock(self.block(node.body), header=header), orelse)]
+        if len(orelse_nodes) == 1 and isinstance(orelse_nodes[0], If):
+            orelse = self.emit_If(orelse_nodes[0])[0]  # `elif`
+        elif orelse_nodes:
+            orelse = cst.Else(cst.IndentedBlock(self.block(orelse_nodes)))
+        return [cst.If(test, cst.IndentedBlock(self.block(body), header=header), orelse)]
 
 
 def host_source(program: Program, model_file: str, instrument: bool = False) -> str:

@@ -79,7 +79,8 @@ class Builder:
         orelse = self.block(node.orelse, else_kinds)
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
-        result = If(test, body, orelse, node.origin, decision, "value" if value else "shape")
+        dclass = "execution" if node.kind == "guard" else "value" if value else "shape"
+        result = If(test, body, orelse, node.origin, decision, dclass)
         self.decisions.append(result)
         out.append(result)
 

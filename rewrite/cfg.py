@@ -52,10 +52,10 @@ class Stmt:
 class IfNode:
     """A data- or shape-dependent `if` that survives static folding."""
 
-    __slots__ = ("test", "body", "orelse", "origin")
+    __slots__ = ("test", "body", "orelse", "origin", "kind")
 
-    def __init__(self, test: cst.BaseExpression, body: list, orelse: list, origin: Origin):
-        self.test, self.body, self.orelse, self.origin = test, body, orelse, origin
+    def __init__(self, test: cst.BaseExpression, body: list, orelse: list, origin: Origin, kind: str = ""):
+        self.test, self.body, self.orelse, self.origin, self.kind = test, body, orelse, origin, kind
 
     def __repr__(self) -> str:
         return f"IfNode({code(self.test)!r}, {self.body!r}, {self.orelse!r})"

@@ -236,9 +236,40 @@ class PartialEvaluator:
         fall_through: list = []
         if exits:
             scope.env = self.merge([(scope.env, fall_through)] + exits, frame, node)
-        lowered = _splice_loop(iterations, fall_through)
+        lowered = self._join_iterations(iterations, fall_through, frame, node)
         out.extend(lowered)
         return _terminates(lowered)
+
+    def _join_iterations(self, iterations: list[list], fall_through: list, frame: _Frame, node) -> list:
+        """Unrolled iterations in sequence; `continue` skips the rest of its iteration.
+
+        A data-dependent `break` sets a host flag that guards the later
+        iterations, so code grows linearly with the trip count.
+        """
+        last = len(iterations) - 1
+        if not any(isinstance(s, IfNode) and _has_jump(s, {"break"}) for body in iterations for s in body):
+            lowered = []
+            for k, body in enumerate(iterations):
+                tail = fall_through if k == last else []
+                lowered.extend(_splice(body, {"continue": tail, "break": [], "": tail}))
+            return lowered if iterations else fall_through
+        origin = self.origin(frame, node)
+        flag = self.names.fresh(f"broke_L{origin.first}")
+        frame.scope.rename[flag] = flag
+
+        def set_flag(value: bool) -> Stmt:
+            return Stmt(cst.Assign([cst.AssignTarget(cst.Name(flag))], cst.Name(str(value))), origin)
+
+        lowered = [set_flag(False)]
+        for k, body in enumerate(iterations):
+            tail = fall_through if k == last else []
+            spliced = _splice(body, {"continue": tail, "break": [set_flag(True)], "": tail})
+            if k == 0:
+                lowered.extend(spliced)
+            else:
+                test = cst.UnaryOperation(cst.Not(), cst.Name(flag))
+                lowered.append(IfNode(test, spliced, [], origin, kind="guard"))
+        return lowered
 
     def bind(self, target, value, frame: _Frame, node) -> None:
         if isinstance(target, cst.Name):
@@ -717,17 +748,11 @@ def _splice(stmts: list, tails: dict[str, list]) -> list:
             return out + s.before + tails[s.kind]
         if isinstance(s, IfNode) and _has_jump(s, tails):
             rest = stmts[i + 1:]
-            out.append(IfNode(s.test, _splice(s.body + rest, tails), _splice(s.orelse + rest, tails), s.origin))
+            out.append(IfNode(s.test, _splice(s.body + rest, tails), _splice(s.orelse + rest, tails), s.origin,
+                              s.kind))
             return out
         out.append(s)
     return out + tails.get("", [])
-
-
-def _splice_loop(iterations: list[list], fall_through: list) -> list:
-    following: list = fall_through
-    for body in reversed(iterations):
-        following = _splice(body, {"continue": following, "break": [], "": following})
-    return following
 
 
 def _splice_returns(body: list) -> list:
