@@ -67,17 +67,37 @@ def _signature(leaves) -> tuple:
 class _ExploringRegions:
     """The `regions` object the instrumented host calls during exploration."""
 
-    def __init__(self, explorer: "Exploration", force: dict[str, bool]):
+    def __init__(self, explorer: "Exploration", force: dict):
         self._explorer = explorer
         self._force = force
+        self._evaluations: dict[str, int] = {}
         self.path: list[tuple[str, bool]] = []
 
     def decide(self, decision: str, dclass: str, value) -> bool:
+        """An `if` or `while` test. Forcing: True/False for a value-determined `if`;
+        an int n for a loop: at most n iterations."""
         taken = bool(value)
-        if dclass == "value" and decision in self._force:
-            taken = self._force[decision]
+        forced = self._force.get(decision)
+        if dclass == "value" and isinstance(forced, bool):
+            taken = forced
+        elif dclass == "execution" and isinstance(forced, int) and not isinstance(forced, bool):
+            count = self._evaluations.get(decision, 0)
+            self._evaluations[decision] = count + 1
+            taken = taken and count < forced
+        self._explorer.classes[decision] = dclass
         self.path.append((decision, taken))
         return taken
+
+    def iterate(self, decision: str, iterable):
+        """A host `for` loop; forcing an int n stops it after n iterations."""
+        forced = self._force.get(decision)
+        self._explorer.classes[decision] = "loop"
+        for k, item in enumerate(iterable):
+            if isinstance(forced, int) and not isinstance(forced, bool) and k >= forced:
+                break
+            self.path.append((decision, True))
+            yield item
+        self.path.append((decision, False))
 
     def __getattr__(self, name: str):
         fn = getattr(self._explorer.module, name)
@@ -135,6 +155,7 @@ class Exploration:
         self.paths: list[tuple] = []
         self.arms: set[tuple[str, bool]] = set()
         self.natural_arms: set[tuple[str, bool]] = set()
+        self.classes: dict[str, str] = {}
         self.reached: dict[str, str] = {}
 
     def run(self, inputs: tuple, force: dict[str, bool] | None = None):
@@ -200,7 +221,8 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     # is forced on top of it, so arms nested under forced arms get covered too.
     forced_runs = 0
     for _ in range(max_forced):
-        missing = sorted((d, v) for d in reached_under for v in (True, False) if (d, v) not in exp.arms)
+        missing = sorted((d, v) for d in reached_under for v in (True, False)
+                         if (d, v) not in exp.arms and exp.classes.get(d) == "value")
         progress = False
         for decision, value in missing:
             if (decision, value) in exp.arms:
@@ -219,4 +241,15 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 break
         if not progress:
             break
+    # Loops: run each at most 0, 1 and 2 times, so code after a loop sees every trip count.
+    for decision, dclass in sorted(exp.classes.items()):
+        if dclass not in ("execution", "loop") or decision not in reached_under:
+            continue
+        first, under = reached_under[decision]
+        for n in (0, 1, 2):
+            try:
+                exp.run(inputs[first], {**under, decision: n})
+                forced_runs += 1
+            except Exception:
+                continue
     return exp, forced_runs

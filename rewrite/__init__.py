@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from .build import Builder, reads_writes
-from .cfg import HostStmt, If, Program, Region, RegionCall
+from .cfg import HostStmt, If, Loop, Program, Region, RegionCall
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds
 from .diagnostics import ConversionError, Diagnostic
 from .liveness import assign_region_signatures
@@ -62,9 +62,12 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
     body = assign_region_signatures(body, params, variables)
     regions = _regions_in(body)
     decisions = [d for d in builder.decisions if _contains(body, d)]
-    return Program(type(model).__qualname__, params, body, regions, decisions, origin,
+    loops = [lp for lp in builder.loops if _contains(body, lp)]
+    program = Program(type(model).__qualname__, params, body, regions, decisions, origin,
                    evaluator.static_decisions + len(fixed or {}),
                    evaluator.globals)
+    program.loops = loops
+    return program
 
 
 def _walk(nodes):
@@ -73,6 +76,8 @@ def _walk(nodes):
         if isinstance(node, If):
             yield from _walk(node.body)
             yield from _walk(node.orelse)
+        elif isinstance(node, Loop):
+            yield from _walk(node.body)
 
 
 def _regions_in(body) -> list[Region]:

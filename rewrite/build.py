@@ -10,7 +10,7 @@ import re
 
 import libcst as cst
 
-from .cfg import HostStmt, If, IfNode, Origin, Region, RegionCall, Stmt
+from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, to_host, to_region
 from .names import Namespace
 from .staticeval import _bound_names, _target_names
@@ -29,6 +29,8 @@ class Builder:
         self.decision_names = Namespace()
         self.regions: list[Region] = []
         self.decisions: list[If] = []
+        self.loops: list[Loop] = []
+        self._reevaluate: list[list[Stmt]] = []  # per enclosing while: its test's region part
 
     # -- tree walk ---------------------------------------------------------
     def block(self, lowered: list, kinds: Kinds) -> list:
@@ -44,6 +46,8 @@ class Builder:
         for node in lowered:
             if isinstance(node, IfNode):
                 self._if(node, kinds, pending, out, flush)
+            elif isinstance(node, LoopNode):
+                self._loop(node, kinds, pending, out, flush)
             else:
                 self._stmt(node, kinds, pending, out, flush)
         flush()
@@ -84,8 +88,68 @@ class Builder:
         self.decisions.append(result)
         out.append(result)
 
+    def _snapshot(self):
+        return ([set(ns._taken) for ns in (self.names, self.region_names, self.decision_names)],
+                len(self.regions), len(self.decisions), len(self.loops))
+
+    def _restore(self, snap) -> None:
+        taken, n_regions, n_decisions, n_loops = snap
+        for ns, t in zip((self.names, self.region_names, self.decision_names), taken):
+            ns._taken = t
+        del self.regions[n_regions:], self.decisions[n_decisions:], self.loops[n_loops:]
+
+    def _loop(self, node: LoopNode, kinds: Kinds, pending: list, out: list, flush) -> None:
+        """A host loop. A while test's tensor part is computed before the loop and again
+        at the end of each iteration (and before `continue`), merged into the body's last region."""
+        # What a variable holds can change on the second iteration: find the fixpoint on a dry run.
+        for _ in range(3):
+            snap = self._snapshot()
+            dry = kinds.copy()
+            if node.kind == "for":
+                dry.set(node.target.value, SCALAR)
+            self._loop_once(node, dry, [], [], lambda: None)
+            self._restore(snap)
+            before = dict(kinds.kinds)
+            kinds.join(dry)
+            if kinds.kinds == before:
+                break
+        self._loop_once(node, kinds, pending, out, flush)
+
+    def _loop_once(self, node: LoopNode, kinds: Kinds, pending: list, out: list, flush) -> None:
+        decision = self.decision_names.fresh(f"L{node.origin.first}")
+        reevaluate: list[Stmt] = []
+        if node.kind == "for":
+            iterable = to_host(hoist(node.iter, kinds, self._emitter(kinds, pending, node.origin, "iter")), kinds)
+            flush()
+            kinds.set(node.target.value, SCALAR)
+            test = None
+        else:
+            def emit(expr):
+                name = self._emitter(kinds, pending, node.origin, "cond")(expr)
+                reevaluate.append(Stmt(cst.Assign([cst.AssignTarget(name)], expr), node.origin))
+                return name
+
+            test = to_host(hoist(node.test, kinds, emit), kinds)
+            flush()
+            iterable = None
+        self._reevaluate.append(reevaluate)
+        try:
+            body = self.block(list(node.body) + reevaluate, kinds.copy())
+        finally:
+            self._reevaluate.pop()
+        loop = Loop(node.kind, body, node.origin, decision, test=test, target=node.target, iter=iterable)
+        self.loops.append(loop)
+        out.append(loop)
+
     def _stmt(self, stmt: Stmt, kinds: Kinds, pending: list, out: list, flush) -> None:
         node = stmt.node
+        if isinstance(node, (cst.Break, cst.Continue)):
+            if isinstance(node, cst.Continue) and self._reevaluate:
+                for again in self._reevaluate[-1]:
+                    self._stmt(again, kinds, pending, out, flush)
+            flush()
+            out.append(HostStmt(node, stmt.origin))
+            return
         emit = self._emitter(kinds, pending, stmt.origin, "tmp")
 
         def host(new_node):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-__all__ = ["Origin", "Stmt", "IfNode", "Jump", "Region", "RegionCall", "HostStmt", "If", "Program", "code"]
+__all__ = ["Origin", "Stmt", "IfNode", "LoopNode", "Jump", "Region", "RegionCall", "HostStmt", "If", "Loop",
+           "Program", "code"]
 
 _EMPTY = cst.Module([])
 
@@ -59,6 +60,20 @@ class IfNode:
 
     def __repr__(self) -> str:
         return f"IfNode({code(self.test)!r}, {self.body!r}, {self.orelse!r})"
+
+
+class LoopNode:
+    """A loop the host keeps: `while test:` or `for target in iter:` (a data-dependent trip count)."""
+
+    __slots__ = ("kind", "test", "target", "iter", "body", "origin")
+
+    def __init__(self, kind: str, body: list, origin: Origin, test=None, target=None, iter=None):
+        self.kind, self.body, self.origin = kind, body, origin
+        self.test, self.target, self.iter = test, target, iter
+
+    def __repr__(self) -> str:
+        head = code(self.test) if self.kind == "while" else f"{code(self.target)} in {code(self.iter)}"
+        return f"LoopNode({self.kind} {head!r}, {self.body!r})"
 
 
 class Jump:
@@ -123,15 +138,29 @@ class If:
         return f"If[{self.decision}, {self.dclass}]({code(self.test)!r}, {self.body!r}, {self.orelse!r})"
 
 
+class Loop:
+    """A host loop; `decision` names it (`L12`), its test is execution-determined."""
+
+    __slots__ = ("kind", "test", "target", "iter", "body", "origin", "decision")
+
+    def __init__(self, kind: str, body: list, origin: Origin, decision: str, test=None, target=None, iter=None):
+        self.kind, self.body, self.origin, self.decision = kind, body, origin, decision
+        self.test, self.target, self.iter = test, target, iter
+
+    def __repr__(self) -> str:
+        return f"Loop[{self.decision}]({self.kind}, {self.body!r})"
+
+
 class Program:
     """The rewritten forward: parameters, host tree, regions, folded decisions."""
 
-    __slots__ = ("params", "body", "regions", "decisions", "source", "static_decisions", "globals", "name")
+    __slots__ = ("params", "body", "regions", "decisions", "source", "static_decisions", "globals", "name", "loops")
 
     def __init__(self, name: str, params: list[str], body: list, regions: list[Region], decisions: list[If],
                  source: Origin, static_decisions: int, globals_: dict):
         self.name, self.params, self.body, self.regions, self.decisions = name, params, body, regions, decisions
         self.source, self.static_decisions, self.globals = source, static_decisions, globals_
+        self.loops: list[Loop] = []
 
     def __repr__(self) -> str:
         return f"Program({self.params}, {len(self.regions)} regions, {len(self.decisions)} decisions)"

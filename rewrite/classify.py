@@ -82,6 +82,27 @@ def _constant_index(node, kinds: "Kinds") -> bool:
     return True
 
 
+_JOINS = {"stack": "stack", "cat": "concatenate", "concat": "concatenate"}
+
+
+def _list_join(node: cst.Call, kinds: "Kinds") -> bool:
+    """`torch.stack(tokens, dim=1)` / `torch.cat(...)` of a host list: numpy joins it in the host."""
+    func = node.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "torch"
+            and func.attr.value in _JOINS and node.args):
+        return False
+    first = node.args[0]
+    if first.keyword is not None or not isinstance(first.value, cst.Name) or kinds.get(first.value.value) != CONTAINER:
+        return False
+    for arg in node.args[1:]:
+        if arg.keyword is not None and arg.keyword.value != "dim":
+            return False
+        value = arg.value.expression if isinstance(arg.value, cst.UnaryOperation) else arg.value
+        if not isinstance(value, cst.Integer):
+            return False
+    return True
+
+
 def _method(node: cst.Call):
     if isinstance(node.func, cst.Attribute):
         return node.func.value, node.func.attr.value
@@ -110,6 +131,8 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
                 return Info(SCALAR, True, needs_hoist=not base.host)
         return Info(TENSOR, False)
     if isinstance(node, cst.Call):
+        if _list_join(node, kinds):
+            return Info(TENSOR, True, value=True)
         base, method = _method(node)
         if base is not None:
             binfo = analyze(base, kinds)
@@ -158,6 +181,9 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
         infos = [analyze(p, kinds) for p in _operands(node)]
         return Info(SCALAR, True, needs_hoist=any(not i.host or i.needs_hoist for i in infos),
                     value=any(i.value or i.vtype == TENSOR for i in infos))
+    if isinstance(node, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons) \
+            and all(isinstance(p, cst.Name) for p in [node.left] + [c.comparator for c in node.comparisons]):
+        return Info(SCALAR, True)  # `h is None`: identity, whatever h holds
     parts = _operands(node)
     if parts is not None:
         infos = [analyze(p, kinds) for p in parts]
@@ -169,7 +195,8 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
 
 def _display(values, kinds: Kinds, starred: bool) -> Info:
     infos = [analyze(v, kinds) for v in values]
-    vtype = CONTAINER if any(i.vtype in (TENSOR, CONTAINER) for i in infos) else SCALAR
+    # An empty display is a container that will collect values (`tokens = []`).
+    vtype = CONTAINER if not infos or any(i.vtype in (TENSOR, CONTAINER) for i in infos) else SCALAR
     return Info(vtype, True, needs_hoist=starred or any(not i.host or i.needs_hoist for i in infos),
                 value=any(i.value for i in infos))
 
@@ -269,6 +296,11 @@ class _HostForm(cst.CSTTransformer):
         self.kinds = kinds
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
+        if _list_join(original, self.kinds):
+            tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                    whitespace_after=cst.SimpleWhitespace(""))
+            args = [updated.args[0]] + [a.with_changes(keyword=cst.Name("axis"), equal=tight) for a in updated.args[1:]]
+            return cst.Call(cst.Attribute(cst.Name("np"), cst.Name(_JOINS[original.func.attr.value])), args)
         base, method = _method(original)
         if base is None or method not in SHAPE_METHODS or analyze(base, self.kinds).vtype != TENSOR:
             return updated

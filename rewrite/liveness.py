@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .build import reads_writes
-from .cfg import HostStmt, If, RegionCall
+from .cfg import HostStmt, If, Loop, RegionCall
 
 __all__ = ["assign_region_signatures"]
 
@@ -26,7 +26,12 @@ def _region_rw(region, variables) -> tuple[list[str], list[str]]:
     return _ordered(exposed, variables), _ordered(written, variables)
 
 
-def _live(nodes: list, live_after: set[str], variables: set[str]) -> set[str]:
+def _expr_reads(expr, variables: set[str]) -> set[str]:
+    return {r for r in reads_writes(cst.Expr(expr))[0] if r in variables}
+
+
+def _live(nodes: list, live_after: set[str], variables: set[str], jumps=(frozenset(), frozenset())) -> set[str]:
+    """Names live before `nodes`; `jumps` = (live after the enclosing loop, live at its head)."""
     live = set(live_after)
     for node in reversed(nodes):
         if isinstance(node, RegionCall):
@@ -37,15 +42,33 @@ def _live(nodes: list, live_after: set[str], variables: set[str]) -> set[str]:
             live = (live - set(writes)) | set(reads)
         elif isinstance(node, HostStmt):
             reads, writes = reads_writes(node.node)
-            if isinstance(node.node, cst.Return):
+            node.dead = False
+            if isinstance(node.node, cst.Break):
+                live = set(jumps[0])
+            elif isinstance(node.node, cst.Continue):
+                live = set(jumps[1])
+            elif isinstance(node.node, cst.Return):
                 live = set()
             elif _pure_assignment(node.node) and not set(writes) & live:
                 node.dead = True
                 continue
             live = (live - set(writes)) | {r for r in reads if r in variables}
         elif isinstance(node, If):
-            test_reads = {r for r in reads_writes(cst.Expr(node.test))[0] if r in variables}
-            live = test_reads | _live(node.body, live, variables) | _live(node.orelse, live, variables)
+            test_reads = _expr_reads(node.test, variables)
+            live = test_reads | _live(node.body, live, variables, jumps) | _live(node.orelse, live, variables, jumps)
+        elif isinstance(node, Loop):
+            after = set(live)
+            test_reads = _expr_reads(node.test, variables) if node.kind == "while" else set()
+            head = after | test_reads
+            for _ in range(len(variables) + 2):  # monotone: converges
+                body_in = _live(node.body, head, variables, (frozenset(after), frozenset(head)))
+                if node.kind == "for":
+                    body_in = body_in - {node.target.value}
+                new_head = after | test_reads | body_in
+                if new_head == head:
+                    break
+                head = new_head
+            live = head | (_expr_reads(node.iter, variables) if node.kind == "for" else set())
     return live
 
 
@@ -63,6 +86,8 @@ def _drop_dead(nodes: list) -> list:
             continue
         if isinstance(node, If):
             node.body, node.orelse = _drop_dead(node.body), _drop_dead(node.orelse)
+        if isinstance(node, Loop):
+            node.body = _drop_dead(node.body)
         out.append(node)
     return out
 

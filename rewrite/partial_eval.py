@@ -12,7 +12,7 @@ import inspect
 import libcst as cst
 from torch import nn
 
-from .cfg import IfNode, Jump, Origin, Stmt
+from .cfg import IfNode, Jump, LoopNode, Origin, Stmt
 from .diagnostics import Diagnostic, Location
 from .names import Namespace
 from .source import FunctionSource, function_source
@@ -27,11 +27,16 @@ _MAX_INLINE_DEPTH = 16
 class _Frame:
     """One function being evaluated: its source, scope and jump snapshots."""
 
-    __slots__ = ("src", "scope", "label", "exits", "result")
+    __slots__ = ("src", "scope", "label", "exits", "result", "loops", "variants")
 
     def __init__(self, src: FunctionSource, scope: Scope, label: str, result: str | None):
         self.src, self.scope, self.label, self.result = src, scope, label, result
         self.exits: dict[str, list] = {"break": [], "continue": [], "return": []}
+        self.loops: list[str] = []  # "host" or "unrolled", innermost last
+        self.variants: list[set[str]] = []  # names assigned in each enclosing host loop
+
+    def variant(self, name: str) -> bool:
+        return any(name in v for v in self.variants)
 
 
 def _user_code(obj) -> bool:
@@ -209,11 +214,18 @@ class PartialEvaluator:
         try:
             items = iteration_items(iterable, scope)
         except Unknown:
+            items = None
+        is_range = isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+            and iterable.func.value == "range" and "range" not in scope.rename
+        if items is None and not is_range:
             self._error("dynamic-loop", frame.src, node.iter, "loop over a value known only at run time",
-                        "only loops with a trip count fixed by the model (range(N), a ModuleList, a ModuleDict) "
-                        "can be unrolled; data-dependent loops are not supported yet",
-                        "loop over a fixed range and skip iterations with `if`")
+                        "a loop's items must be fixed by the model (a ModuleList, a ModuleDict) or be a range "
+                        "of integers; iterating over a tensor is not supported",
+                        "loop over `range(x.shape[0])` and index the tensor")
             return False
+        if is_range and (items is None or _has_break(node.body)):
+            if self._host_for(node, iterable, frame, out, fallback=items is not None):
+                return False
         if node.orelse is not None:
             self._error("for-else", frame.src, node.orelse, "`for ... else` in forward",
                         "the else clause of a loop is not supported", "use a flag variable instead")
@@ -223,7 +235,11 @@ class PartialEvaluator:
         for item in items:
             frame.exits["break"], frame.exits["continue"] = [], []
             self.bind(node.target, item, frame, node)
-            body, terminated = self.block(node.body.body, frame)
+            frame.loops.append("unrolled")
+            try:
+                body, terminated = self.block(node.body.body, frame)
+            finally:
+                frame.loops.pop()
             iterations.append(body)
             conts = frame.exits["continue"]
             flows = ([(scope.env, body)] if not terminated else []) + conts
@@ -239,6 +255,33 @@ class PartialEvaluator:
         lowered = self._join_iterations(iterations, fall_through, frame, node)
         out.extend(lowered)
         return _terminates(lowered)
+
+    def _host_for(self, node: cst.For, iterable, frame: _Frame, out: list, fallback: bool) -> bool:
+        """`for t in range(n)` with a data-dependent break or bound: a host loop, body lowered once.
+
+        With `fallback`, a body that only works unrolled (it indexes modules with
+        the loop variable) is rolled back and unrolled instead; returns False then.
+        """
+        scope = frame.scope
+        if not isinstance(node.target, cst.Name):
+            if not fallback:
+                self._error("loop-target", frame.src, node.target, "host loop over a tuple target",
+                            "a data-dependent loop needs a plain integer loop variable", "use `for t in range(...)`")
+            return not fallback
+        saved = (len(self.diagnostics), dict(scope.env), set(scope.poisoned), dict(scope.rename))
+        tentative: list = []
+        variant = _assigned_names(node.body) | {node.target.value}
+        self._enter_loop(variant, frame, tentative, node)
+        body = self._loop_body(node.body.body, frame)
+        self._leave_loop(frame)
+        if fallback and len(self.diagnostics) > saved[0]:
+            del self.diagnostics[saved[0]:]
+            scope.env, scope.poisoned, scope.rename = saved[1], saved[2], saved[3]
+            return False
+        out.extend(tentative)
+        target = cst.Name(scope.local(node.target.value))
+        out.append(LoopNode("for", body, self.origin(frame, node.iter), target=target, iter=iterable))
+        return True
 
     def _join_iterations(self, iterations: list[list], fall_through: list, frame: _Frame, node) -> list:
         """Unrolled iterations in sequence; `continue` skips the rest of its iteration.
@@ -288,11 +331,66 @@ class PartialEvaluator:
                     "the loop target does not match the items the loop iterates over",
                     "use a plain name or a tuple matching the items")
 
-    def visit_While(self, node, frame, out) -> bool:
-        self._error("dynamic-loop", frame.src, node, "`while` loop in forward",
-                    "a while loop's trip count depends on run-time values; data-dependent loops are not supported yet",
-                    "loop over a fixed `range(N)` and skip iterations with `if`")
+    def visit_While(self, node: cst.While, frame: _Frame, out: list) -> bool:
+        """A `while` stays a host loop; its body is lowered once."""
+        if node.orelse is not None:
+            self._error("loop-else", frame.src, node.orelse, "`while ... else` in forward",
+                        "the else clause of a loop is not supported", "use a flag variable instead")
+        variant = _assigned_names(node.body)
+        self._enter_loop(variant, frame, out, node)
+        if self._calls_to_inline(node.test, frame):
+            self._error("loop-test-call", frame.src, node.test, "loop condition calls a method that must be inlined",
+                        "a while condition is evaluated every iteration and cannot hold inlined code",
+                        "compute the condition into a variable before the loop and at the end of the body")
+        test = fold(node.test, frame.scope)
+        if self._truth(test, frame) is False:
+            self.static_decisions += 1
+            self._leave_loop(frame)
+            return False
+        body = self._loop_body(node.body.body, frame)
+        self._leave_loop(frame)
+        out.append(LoopNode("while", body, self.origin(frame, node.test), test=test))
         return False
+
+    def _enter_loop(self, variant: set[str], frame: _Frame, out: list, node) -> None:
+        """Names a host loop assigns hold run-time values in it: write their static values out first."""
+        scope = frame.scope
+        origin = self.origin(frame, node)
+        for name in sorted(variant):
+            value = scope.env.pop(name, None)
+            if value is not None:
+                rep = representation(value)
+                if rep is None or isinstance(value, ModRef):
+                    scope.poisoned.add(name)
+                    continue
+                out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.local(name)))], rep), origin))
+            scope.rename.setdefault(name, name)
+        frame.variants.append(variant)
+
+    def _leave_loop(self, frame: _Frame) -> None:
+        for name in frame.variants.pop():
+            frame.scope.env.pop(name, None)
+
+    def _loop_body(self, stmts, frame: _Frame) -> list:
+        frame.loops.append("host")
+        saved = dict(frame.exits)
+        frame.exits = {"break": [], "continue": [], "return": frame.exits["return"]}
+        try:
+            body, _ = self.block(stmts, frame)
+        finally:
+            frame.loops.pop()
+            frame.exits = saved
+        return body
+
+    def _calls_to_inline(self, expr, frame: _Frame) -> bool:
+        found = []
+
+        class _Calls(cst.CSTVisitor):
+            def visit_Call(self, call):
+                found.append(call)
+
+        expr.visit(_Calls())
+        return any(self._inline_target(c, frame) is not None for c in found)
 
     def visit_With(self, node: cst.With, frame, out) -> bool:
         for item in node.items:
@@ -330,6 +428,9 @@ class PartialEvaluator:
         origin = self.origin(frame, line)
         if isinstance(node, cst.Pass):
             return False
+        if isinstance(node, (cst.Break, cst.Continue)) and frame.loops and frame.loops[-1] == "host":
+            out.append(Stmt(node, origin))
+            return True
         if isinstance(node, (cst.Break, cst.Continue)):
             kind = "break" if isinstance(node, cst.Break) else "continue"
             jump = Jump(kind, origin)
@@ -392,7 +493,8 @@ class PartialEvaluator:
             out.extend(hoisted)
             static = self._static(value, frame)
             names = [n for t in node.targets for n in _target_names(t.target)]
-            if static is not None and all(isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets):
+            if static is not None and all(isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets) \
+                    and not any(frame.variant(n) for n in names):
                 for t in node.targets:
                     self.bind(t.target, static if isinstance(t.target, cst.Name) else _as_tuple(static), frame, line)
                 return False
@@ -412,7 +514,7 @@ class PartialEvaluator:
             value = self.expression(node.value, frame, hoisted, line)
             out.extend(hoisted)
             target = node.target
-            if isinstance(target, cst.Name) and target.value in scope.env:
+            if isinstance(target, cst.Name) and target.value in scope.env and not frame.variant(target.value):
                 old = scope.env[target.value]
                 static = self._static(value, frame)
                 if static is not None and isinstance(old, Static):
@@ -478,8 +580,10 @@ class PartialEvaluator:
             return None
         except Exception:
             return None
+        if isinstance(value, Static) and isinstance(value.value, (list, dict, set)):
+            return None  # mutable: `tokens = []` collects values at run time
         if isinstance(value, Static) and not is_literal(value.value):
-            return value if isinstance(value.value, (range, dict)) else None
+            return value if isinstance(value.value, range) else None
         return value if isinstance(value, (Static, ModRef)) else None
 
     def expression(self, expr, frame: _Frame, out: list, line) -> cst.BaseExpression:
@@ -660,6 +764,11 @@ class PartialEvaluator:
             body, _ = self.block(src.node.body.body, callee)
         finally:
             self._depth -= 1
+        if _jump_in_loop(body):
+            self._error("return-in-loop", frame.src, call, f"`{label}` returns from inside a data-dependent loop",
+                        "an inlined function's return must not leave a host loop",
+                        "set a result variable and `break` instead")
+            return
         out.extend(_splice_returns(body))
 
     def _rename_map(self, func, src: FunctionSource) -> dict[str, str]:
@@ -689,6 +798,56 @@ class PartialEvaluator:
             mapping[name] = self.names.fresh(name)
         self._renames[func] = mapping
         return mapping
+
+
+def _assigned_names(body) -> set[str]:
+    names: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_AssignTarget(self, node):
+            names.update(_target_names(node.target))
+
+        def visit_AugAssign(self, node):
+            names.update(_target_names(node.target))
+
+        def visit_AnnAssign(self, node):
+            names.update(_target_names(node.target))
+
+        def visit_For(self, node):
+            names.update(_target_names(node.target))
+
+        def visit_FunctionDef(self, node):
+            return False
+
+    body.visit(_V())
+    return names
+
+
+def _has_break(body) -> bool:
+    found = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Break(self, node):
+            found.append(node)
+
+        def visit_For(self, node):
+            return False
+
+        def visit_While(self, node):
+            return False
+
+    body.visit(_V())
+    return bool(found)
+
+
+def _jump_in_loop(stmts: list) -> bool:
+    for s in stmts:
+        if isinstance(s, LoopNode) and (any(isinstance(x, Jump) for x in s.body) or _jump_in_loop(s.body)
+                                        or any(isinstance(x, IfNode) and _has_jump(x, {"return"}) for x in s.body)):
+            return True
+        if isinstance(s, IfNode) and (_jump_in_loop(s.body) or _jump_in_loop(s.orelse)):
+            return True
+    return False
 
 
 def _assigns(func_node: cst.FunctionDef, name: str) -> bool:
@@ -734,7 +893,7 @@ def _terminates(stmts: list) -> bool:
     if isinstance(last, Jump):
         return True
     if isinstance(last, Stmt):
-        return isinstance(last.node, cst.Return)
+        return isinstance(last.node, (cst.Return, cst.Break, cst.Continue))
     if isinstance(last, IfNode):
         return _terminates(last.body) and _terminates(last.orelse)
     return False

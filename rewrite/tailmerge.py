@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .cfg import HostStmt, If, Region, RegionCall
+from .cfg import HostStmt, If, Loop, Region, RegionCall
 
 __all__ = ["tail_merge"]
 
@@ -19,7 +19,7 @@ def _terminates(nodes: list) -> bool:
         return False
     last = nodes[-1]
     if isinstance(last, HostStmt):
-        return isinstance(last.node, cst.Return)
+        return isinstance(last.node, (cst.Return, cst.Break, cst.Continue))
     if isinstance(last, If):
         return _terminates(last.body) and _terminates(last.orelse)
     return False
@@ -43,6 +43,8 @@ def tail_merge(nodes: list, new_region) -> list:
         if isinstance(node, If):
             node.body = tail_merge(node.body, new_region)
             node.orelse = tail_merge(node.orelse, new_region)
+        if isinstance(node, Loop):
+            node.body = tail_merge(node.body, new_region)
         if isinstance(node, RegionCall) and out and isinstance(out[-1], If) and _ends_in_region([out[-1]]):
             _push(out[-1], node.region, new_region, first=True)
             continue

@@ -12,7 +12,7 @@ class Bad(nn.Module):
 
     def forward(self, x):
         global STEPS
-        while x.sum() > 0:
+        with open("log.txt") as fh:
             x = self.fc(x)
         for row in x:
             x = x + row
