@@ -13,7 +13,7 @@ from .liveness import assign_region_signatures
 from .names import Namespace
 from .partial_eval import PartialEvaluator
 from .source import function_source
-from .tailmerge import tail_merge
+from .merge import merge_across_host, tail_merge
 
 __all__ = ["rewrite_model", "Program", "Region", "RegionCall", "HostStmt", "If", "ConversionError", "Diagnostic"]
 
@@ -57,8 +57,8 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
     kinds = Kinds({p: _kind_of(v) for p, v in zip(params, example_inputs)})
     builder = Builder(kinds, names, fixed)
     body = builder.block(lowered, kinds)
-    body = tail_merge(body, builder.new_region)
-    variables = set(params) | set(kinds.kinds)
+    body = merge_across_host(tail_merge(body, builder.new_region))
+    variables = set(params) | kinds.seen
     body = assign_region_signatures(body, params, variables)
     regions = _regions_in(body)
     decisions = [d for d in builder.decisions if _contains(body, d)]

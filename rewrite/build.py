@@ -31,6 +31,7 @@ class Builder:
         self.decisions: list[If] = []
         self.loops: list[Loop] = []
         self._reevaluate: list[list[Stmt]] = []  # per enclosing while: its test's region part
+        self._dynamic_depth = 0  # > 0 inside a loop body or an arm of a run-time decision
 
     # -- tree walk ---------------------------------------------------------
     def block(self, lowered: list, kinds: Kinds) -> list:
@@ -79,8 +80,12 @@ class Builder:
             out.extend(self.block(node.body if self.fixed[decision] else node.orelse, kinds))
             return
         body_kinds, else_kinds = kinds.copy(), kinds.copy()
-        body = self.block(node.body, body_kinds)
-        orelse = self.block(node.orelse, else_kinds)
+        self._dynamic_depth += 1
+        try:
+            body = self.block(node.body, body_kinds)
+            orelse = self.block(node.orelse, else_kinds)
+        finally:
+            self._dynamic_depth -= 1
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
         dclass = "execution" if node.kind == "guard" else "value" if value else "shape"
@@ -133,10 +138,12 @@ class Builder:
             flush()
             iterable = None
         self._reevaluate.append(reevaluate)
+        self._dynamic_depth += 1
         try:
             body = self.block(list(node.body) + reevaluate, kinds.copy())
         finally:
             self._reevaluate.pop()
+            self._dynamic_depth -= 1
         loop = Loop(node.kind, body, node.origin, decision, test=test, target=node.target, iter=iterable)
         self.loops.append(loop)
         out.append(loop)
@@ -175,12 +182,14 @@ class Builder:
                 return
             value = hoist(node.value, kinds, emit)
             host(node.with_changes(value=value))
+            # A scalar set inside a loop or a run-time branch depends on how execution went.
+            derived = info.value or self._dynamic_depth > 0
             for t in targets:
                 if isinstance(t, cst.Name):
-                    kinds.set(t.value, info.vtype, info.value)
+                    kinds.set(t.value, info.vtype, derived)
                 else:
                     for name in _target_names(t):
-                        kinds.set(name, TENSOR if info.vtype == CONTAINER else SCALAR, info.value)
+                        kinds.set(name, TENSOR if info.vtype == CONTAINER else SCALAR, derived)
             return
         if isinstance(node, cst.AugAssign):
             info = analyze(node.value, kinds)
@@ -191,6 +200,8 @@ class Builder:
                     kinds.set(name, TENSOR)
                 return
             host(node.with_changes(value=hoist(node.value, kinds, emit)))
+            if isinstance(node.target, cst.Name) and (info.value or self._dynamic_depth > 0):
+                kinds.set(node.target.value, target_kind, True)
             return
         if isinstance(node, cst.Expr):
             info = analyze(node.value, kinds)

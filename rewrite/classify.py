@@ -25,22 +25,24 @@ TENSOR, SCALAR, CONTAINER = "tensor", "scalar", "container"
 class Kinds:
     """What each variable holds at run time: a tensor, a scalar or a container."""
 
-    def __init__(self, initial: dict[str, str]):
+    def __init__(self, initial: dict[str, str], seen: set[str] | None = None):
         self.kinds = dict(initial)
         self.value_derived: set[str] = set()
+        self.seen = seen if seen is not None else set(initial)  # every name ever set, shared by copies
 
     def get(self, name: str) -> str | None:
         return self.kinds.get(name)
 
     def set(self, name: str, kind: str, value_derived: bool = False) -> None:
         self.kinds[name] = kind
+        self.seen.add(name)
         if value_derived:
             self.value_derived.add(name)
         else:
             self.value_derived.discard(name)
 
     def copy(self) -> "Kinds":
-        new = Kinds(self.kinds)
+        new = Kinds(self.kinds, self.seen)
         new.value_derived = set(self.value_derived)
         return new
 
@@ -181,6 +183,13 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
         infos = [analyze(p, kinds) for p in _operands(node)]
         return Info(SCALAR, True, needs_hoist=any(not i.host or i.needs_hoist for i in infos),
                     value=any(i.value or i.vtype == TENSOR for i in infos))
+    if isinstance(node, cst.IfExp):
+        test = analyze(node.test, kinds)
+        if test.vtype != TENSOR:  # the host picks the branch; each branch is hoisted on its own
+            branches = [analyze(node.body, kinds), analyze(node.orelse, kinds)]
+            vtype = TENSOR if any(b.vtype == TENSOR for b in branches) else branches[0].vtype
+            return Info(vtype, True, needs_hoist=test.needs_hoist or any(not b.host or b.needs_hoist for b in branches),
+                        value=test.value or any(b.value for b in branches))
     if isinstance(node, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons) \
             and all(isinstance(p, cst.Name) for p in [node.left] + [c.comparator for c in node.comparisons]):
         return Info(SCALAR, True)  # `h is None`: identity, whatever h holds
