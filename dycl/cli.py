@@ -82,10 +82,14 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
     table.add_column()
     d = info["decisions"]
     table.add_row("regions", f"{info['regions']} ({info['artifacts']} compiled artifacts)")
-    table.add_row("decisions", f"{d.get('value', 0)} value-determined, {d.get('shape', 0)} shape-determined, "
-                               f"{d.get('static', 0)} static (folded)")
+    table.add_row("decisions", f"{d.get('value', 0)} value-, {d.get('shape', 0)} shape-, "
+                               f"{d.get('execution', 0)} execution-determined; {d.get('static', 0)} static (folded)")
     table.add_row("paths covered", f"{check['paths']} over {check['samples']} samples"
                                    f" (+{info['forced_runs']} forced runs)")
+    for lp in info.get("loops", []):
+        per = "never ran" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f} backend calls"
+        table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: {per} per iteration, "
+                                          f"{lp['body_regions']} body regions compiled once")
     table.add_row("check", f"[green]pass[/]: δ = {check['delta']:.2g}, η = {check['eta']}" if check["passed"]
                   else f"[red]FAIL[/]: {check['failure']}")
     table.add_row("time", f"{seconds:.1f} s")

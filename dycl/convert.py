@@ -93,6 +93,26 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
                            "add sample_inputs() that take those paths")
 
 
+def region_loops(program) -> dict[str, str]:
+    """Each region inside a host loop, mapped to its innermost loop's id."""
+    from rewrite.cfg import If, Loop, RegionCall
+
+    found: dict[str, str] = {}
+
+    def walk(nodes, loop):
+        for node in nodes:
+            if isinstance(node, RegionCall) and loop is not None:
+                found[node.region.name] = loop
+            elif isinstance(node, If):
+                walk(node.body, loop)
+                walk(node.orelse, loop)
+            elif isinstance(node, Loop):
+                walk(node.body, node.decision)
+
+    walk(program.body, None)
+    return found
+
+
 def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
     """Shape-determined decisions that went one way on every run, when no input dim is dynamic."""
     if st.spec.dynamic:
@@ -113,7 +133,8 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     host = _import_host(os.path.join(scratch, "host_explore.py"))
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
-                                             [r.name for r in st.program.regions], inputs)
+                                             [r.name for r in st.program.regions], inputs,
+                                             region_loops=region_loops(st.program))
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:

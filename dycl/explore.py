@@ -86,6 +86,8 @@ class _ExploringRegions:
             taken = taken and count < forced
         self._explorer.classes[decision] = dclass
         self.path.append((decision, taken))
+        if dclass == "execution" and taken and not self._force:
+            self._explorer.loop_iterations[decision] = self._explorer.loop_iterations.get(decision, 0) + 1
         return taken
 
     def iterate(self, decision: str, iterable):
@@ -96,6 +98,8 @@ class _ExploringRegions:
             if isinstance(forced, int) and not isinstance(forced, bool) and k >= forced:
                 break
             self.path.append((decision, True))
+            if not self._force:
+                self._explorer.loop_iterations[decision] = self._explorer.loop_iterations.get(decision, 0) + 1
             yield item
         self.path.append((decision, False))
 
@@ -138,6 +142,9 @@ class _ExploringRegions:
             else:
                 record.passthrough = {i: j for i, j in record.passthrough.items() if passthrough.get(i) == j}
             record.calls += 1
+            loop = self._explorer.region_loops.get(name)
+            if loop is not None and not self._force:
+                self._explorer.loop_calls[loop] = self._explorer.loop_calls.get(loop, 0) + 1
             record.examples.setdefault(_signature(tensors), [t.clone() for t in tensors])
             leaves_np = iter([t.numpy() for t in out_leaves])
             results = [unflatten(s, leaves_np) for s in out_specs]
@@ -156,6 +163,9 @@ class Exploration:
         self.arms: set[tuple[str, bool]] = set()
         self.natural_arms: set[tuple[str, bool]] = set()
         self.classes: dict[str, str] = {}
+        self.region_loops: dict[str, str] = {}  # region -> innermost host loop
+        self.loop_iterations: dict[str, int] = {}  # natural runs only
+        self.loop_calls: dict[str, int] = {}
         self.reached: dict[str, str] = {}
 
     def run(self, inputs: tuple, force: dict[str, bool] | None = None):
@@ -200,9 +210,11 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4):
+def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
+            region_loops: dict[str, str] | None = None):
     """Natural runs (checked against `model`), then forced runs until every arm is covered."""
     exp = Exploration(model, host, module, region_names)
+    exp.region_loops = region_loops or {}
     natural_paths = []
     reached_under: dict[str, tuple[int, dict]] = {}  # decision -> (input, forcing) that first reached it
     for k, inp in enumerate(inputs):

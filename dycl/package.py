@@ -47,6 +47,8 @@ def write_manifest(workdir: str, st, backend: str, version: str) -> None:
         "signature": _signature(st.spec, st.exploration),
         "decisions": [{"id": d.decision, "class": d.dclass, "origin": f"{d.origin.func} {d.origin.lines}"}
                       for d in program.decisions],
+        "loops": [{"id": lp.decision, "kind": lp.kind, "origin": f"{lp.origin.func} {lp.origin.lines}"}
+                  for lp in program.loops],
         "static_decisions": program.static_decisions,
         "regions": st.region_meta,
         "files": dict(sorted(files.items())),
@@ -58,18 +60,34 @@ def write_manifest(workdir: str, st, backend: str, version: str) -> None:
 
 def summary(st) -> dict:
     program = st.program
-    classes = {"static": program.static_decisions, "shape": 0, "value": 0}
+    classes = {"static": program.static_decisions, "shape": 0, "value": 0, "execution": len(program.loops)}
     for d in program.decisions:
         classes[d.dclass] = classes.get(d.dclass, 0) + 1
+    exp = st.exploration
+    loops = []
+    for lp in program.loops:
+        body_regions = sum(1 for loop in _region_loops(program).values() if loop == lp.decision)
+        iterations = exp.loop_iterations.get(lp.decision, 0) if exp else 0
+        calls = exp.loop_calls.get(lp.decision, 0) if exp else 0
+        loops.append({"id": lp.decision, "kind": lp.kind, "origin": f"{lp.origin.func} {lp.origin.lines}",
+                      "body_regions": body_regions, "iterations": iterations,
+                      "calls_per_iteration": round(calls / iterations, 3) if iterations else None})
     return {
         "model": program.name,
         "regions": len(program.regions),
+        "loops": loops,
         "artifacts": st.artifacts,
         "decisions": classes,
         "forced_runs": st.forced_runs,
         "check": st.check.as_dict() if st.check else None,
         "seconds": {k: round(v, 3) for k, v in st.timings.items()},
     }
+
+
+def _region_loops(program):
+    from .convert import region_loops
+
+    return region_loops(program)
 
 
 def write_report(workdir: str, st) -> None:
@@ -90,6 +108,14 @@ def write_report(workdir: str, st) -> None:
         rec = st.exploration.records[r.name] if st.exploration else None
         lines.append(f"| `{r.name}` | {r.origin.func} {r.origin.lines} | {', '.join(r.inputs)} | "
                      f"{', '.join(r.outputs)} | {rec.calls if rec else 0} |")
+    if info["loops"]:
+        lines += ["", "## Loops", "",
+                  "| loop | kind | source | regions in body (each compiled once) | iterations seen | "
+                  "backend calls per iteration |", "|---|---|---|---:|---:|---:|"]
+        for lp in info["loops"]:
+            per = "–" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f}"
+            lines.append(f"| {lp['id']} | {lp['kind']} | {lp['origin']} | {lp['body_regions']} | "
+                         f"{lp['iterations']} | {per} |")
     lines += ["", "## Decisions", "", "| id | class | source |", "|---|---|---|"]
     for d in program.decisions:
         lines.append(f"| {d.decision} | {d.dclass}-determined | {d.origin.func} {d.origin.lines} |")

@@ -66,3 +66,24 @@ def test_outputs_keep_their_structure(converted):
                 assert len(g) == len(e)
             else:
                 assert g == e
+
+
+def test_loop_body_is_one_region_called_once_per_iteration(converted):
+    result = converted(os.path.join(MODELS, "c_for_break_decoder.py"), check=20)
+    (loop,) = result.program.loops
+    exp = result.exploration
+    assert loop.kind == "for"
+    assert exp.loop_iterations[loop.decision] > 20  # several iterations per sample
+    assert exp.loop_calls[loop.decision] == exp.loop_iterations[loop.decision]
+
+
+def test_growing_state_gets_a_symbolic_dim(converted):
+    import json
+
+    result = converted(os.path.join(MODELS, "c_growing_state.py"), check=20)
+    with open(os.path.join(result.out, "manifest.json")) as fh:
+        manifest = json.load(fh)
+    (region,) = manifest["regions"]
+    assert region["input_leaves"] == [{"dtype": "int64", "shape": [1, "i0_d1"]}]
+    # The same compiled region ran at every length exploration saw.
+    assert len(result.exploration.records[region["name"]].examples) >= 3
