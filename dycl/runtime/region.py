@@ -1,6 +1,8 @@
 """A compiled region as the host calls it: nested values in, nested values out."""
 from __future__ import annotations
 
+import numpy as np
+
 from .spec import flatten, unflatten
 
 __all__ = ["RegionCallable", "RegionError"]
@@ -25,15 +27,19 @@ class RegionCallable:
         self.single = len(self.out_specs) == 1
         self.feeds = meta["graph_inputs"]
 
-        if all(sp["t"] == "array" for sp in self.in_specs) and all(sp["t"] == "array" for sp in self.out_specs) \
+        # Arrays (or Python scalars) in, arrays out: no flattening on the hot path.
+        self._fast = None
+        if all(sp["t"] in ("array", "scalar") for sp in self.in_specs) \
+                and all(sp["t"] == "array" for sp in self.out_specs) \
                 and self.feeds == list(range(len(self.in_specs))) and fn is not None \
                 and self.sources == [("graph", k) for k in range(len(self.out_specs))]:
-            self._fast = True  # arrays in, arrays out: no flattening on the hot path
-        else:
-            self._fast = False
+            self._fast = [None if sp["t"] == "array" else np.dtype(sp["dtype"]) for sp in self.in_specs]
 
     def __call__(self, *args):
-        if self._fast:
+        fast = self._fast
+        if fast is not None:
+            if any(fast):
+                args = [a if dt is None else np.asarray(a, dtype=dt) for a, dt in zip(args, fast)]
             try:
                 results = self.fn(args)
             except Exception as exc:
