@@ -37,8 +37,10 @@ def main() -> None:
 @click.option("--model", "model_ref", metavar="MODULE:CALLABLE", help="Factory for files without get_model().")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=DTYPE[DIMS]",
               help="Example input, e.g. x=float32[1,3,32,32] (repeat per input).")
+@click.option("--dynamic", "dynamic", multiple=True, metavar="NAME:DIM=SYMBOL,...",
+              help="Dims that vary at run time, e.g. x:0=batch,2=h (adds to the file's DYNAMIC).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sample_inputs().")
-def convert(model_file, out, backend, check_n, model_ref, inputs, seed) -> None:
+def convert(model_file, out, backend, check_n, model_ref, inputs, dynamic, seed) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
 
@@ -47,7 +49,8 @@ def convert(model_file, out, backend, check_n, model_ref, inputs, seed) -> None:
     from .package import summary
 
     console = Console(stderr=True)
-    opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed)
+    opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed,
+                          list(dynamic) or None)
     start = time.perf_counter()
     try:
         with console.status("") as status:

@@ -22,19 +22,20 @@ from .backends import get_backend
 from .check import check_package
 from .explore import explore
 from .export import export_region, torch_region_info, verify_region
-from .modelfile import load_model_file
+from .modelfile import ModelFileError, load_model_file, resized_inputs
 from .package import write_manifest, write_report
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS"]
 
 
 class ConvertOptions:
-    __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed")
+    __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
-                 model: str | None = None, inputs: list[str] | None = None, seed: int = 0):
+                 model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
+                 dynamic: list[str] | None = None):
         self.model_file, self.out, self.backend, self.check = model_file, out, backend, check
-        self.model, self.inputs, self.seed = model, inputs, seed
+        self.model, self.inputs, self.seed, self.dynamic = model, inputs, seed, dynamic
 
 
 class ConversionResult:
@@ -63,7 +64,11 @@ class StepFailed(Exception):
 
 
 def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
-    st.spec = load_model_file(opts.model_file, opts.model, opts.inputs)
+    st.spec = load_model_file(opts.model_file, opts.model, opts.inputs, opts.dynamic)
+    unknown = set(st.spec.dynamic) - set(_forward_params(st.spec.model))
+    if unknown:
+        raise ModelFileError(f"DYNAMIC names {', '.join(sorted(unknown))}, which forward does not take "
+                             f"(its inputs: {', '.join(_forward_params(st.spec.model))})")
 
 
 def step_rewrite(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -91,6 +96,26 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
         names = ", ".join(f"{r.name} ({r.origin})" for r in unreached)
         raise RuntimeError(f"no input reached region(s) {names}, even with every decision forced; "
                            "add sample_inputs() that take those paths")
+
+
+def _forward_params(model) -> list[str]:
+    import inspect
+
+    return list(inspect.signature(model.forward).parameters)
+
+
+def _resized(spec) -> list[tuple]:
+    """Declared dynamic dims, explored at two more sizes each, so every dim that follows them varies."""
+    params = _forward_params(spec.model)
+    sizes: dict[str, int] = {}
+    for name, value in zip(params, spec.inputs):
+        for axis, symbol in spec.dynamic.get(name, {}).items():
+            sizes.setdefault(symbol, value.shape[axis])
+    variants = []
+    for symbol, size in sorted(sizes.items()):
+        for new in sorted({size + 1, max(1, size - 1), 2 * size + 1} - {size})[:2]:
+            variants.append(resized_inputs(spec.inputs, params, spec.dynamic, symbol, new))
+    return variants
 
 
 def region_loops(program) -> dict[str, str]:
@@ -134,7 +159,7 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
                                              [r.name for r in st.program.regions], inputs,
-                                             region_loops=region_loops(st.program))
+                                             region_loops=region_loops(st.program), resized=_resized(st.spec))
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -211,8 +211,13 @@ def _describe(value) -> str:
 
 
 def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
-            region_loops: dict[str, str] | None = None):
-    """Natural runs (checked against `model`), then forced runs until every arm is covered."""
+            region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None):
+    """Natural runs (checked against `model`), then forced runs until every arm is covered.
+
+    `resized` are inputs at other sizes of the declared dynamic dims: each is
+    run naturally (and checked) and under every forcing used, so every region
+    sees every size and its varying dims become symbolic.
+    """
     exp = Exploration(model, host, module, region_names)
     exp.region_loops = region_loops or {}
     natural_paths = []
@@ -228,7 +233,15 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
         for d, _ in path:
             reached_under.setdefault(d, (k, {}))
     exp.paths = natural_paths
+    for k, inp in enumerate(resized or []):
+        with torch.no_grad():
+            expected = to_numpy(model(*inp))
+        got, _ = exp.run(inp)
+        err = compare(expected, got, f"resized input {k}: output")
+        if err > tol:
+            raise RewriteMismatch(f"resized input {k}: the rewritten program differs from the model by {err:.3g}")
     exp.natural_arms = set(exp.arms)
+    forcings: list[dict] = []
     # Force the arms no sample took. A decision first reached under some forcing
     # is forced on top of it, so arms nested under forced arms get covered too.
     forced_runs = 0
@@ -248,6 +261,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                     continue  # a forced arm may be impossible for this input
                 forced_runs += 1
                 progress = True
+                forcings.append(force)
                 for d, _ in path:
                     reached_under.setdefault(d, (k, force))
                 break
@@ -261,6 +275,18 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
         for n in (0, 1, 2):
             try:
                 exp.run(inputs[first], {**under, decision: n})
+                forced_runs += 1
+                forcings.append({**under, decision: n})
+            except Exception:
+                continue
+    if resized:  # every arm at every declared size, not only the arms samples missed
+        for decision, (first, under) in sorted(reached_under.items()):
+            if exp.classes.get(decision) == "value":
+                forcings.extend({**under, decision: v} for v in (True, False))
+    for force in forcings:
+        for inp in resized or []:
+            try:
+                exp.run(inp, force)
                 forced_runs += 1
             except Exception:
                 continue

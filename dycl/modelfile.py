@@ -9,7 +9,8 @@ import sys
 
 import torch
 
-__all__ = ["ModelSpec", "load_model_file", "parse_input_flag", "ModelFileError"]
+__all__ = ["ModelSpec", "load_model_file", "parse_input_flag", "parse_dynamic_flag", "resized_inputs",
+           "ModelFileError"]
 
 
 class ModelFileError(Exception):
@@ -71,7 +72,36 @@ def parse_input_flag(text: str) -> tuple[str, torch.Tensor]:
     return name, torch.randint(0, 10, shape, generator=gen).to(dt)
 
 
-def load_model_file(path: str, model: str | None = None, inputs: list[str] | None = None) -> ModelSpec:
+_DYNAMIC = re.compile(r"^(\w+):((?:\d+=\w+,?)+)$")
+
+
+def parse_dynamic_flag(text: str) -> tuple[str, dict[int, str]]:
+    """`x:0=batch,2=h` → ("x", {0: "batch", 2: "h"})."""
+    m = _DYNAMIC.match(text.strip())
+    if not m:
+        raise ModelFileError(f"--dynamic {text!r}: expected NAME:DIM=SYMBOL[,DIM=SYMBOL...], e.g. x:0=batch,2=h")
+    dims = {}
+    for part in m.group(2).strip(",").split(","):
+        axis, symbol = part.split("=")
+        dims[int(axis)] = symbol
+    return m.group(1), dims
+
+
+def resized_inputs(inputs: tuple, params: list[str], dynamic: dict, symbol: str, size: int) -> tuple:
+    """`inputs` with every dim named `symbol` resized to `size`, repeating or dropping entries
+    along it (so values keep their distribution)."""
+    out = []
+    for name, value in zip(params, inputs):
+        for axis, sym in dynamic.get(name, {}).items():
+            if sym == symbol and isinstance(value, torch.Tensor):
+                index = torch.arange(size) % value.shape[axis]
+                value = value.index_select(axis, index)
+        out.append(value)
+    return tuple(out)
+
+
+def load_model_file(path: str, model: str | None = None, inputs: list[str] | None = None,
+                    dynamic: list[str] | None = None) -> ModelSpec:
     """Import a model file (or `--model MODULE:CALLABLE`) and build its ModelSpec."""
     module = _import_file(path) if path else None
     if model:
@@ -95,6 +125,10 @@ def load_model_file(path: str, model: str | None = None, inputs: list[str] | Non
     else:
         raise ModelFileError(f"{path}: defines no get_inputs(); pass --input NAME=DTYPE[DIMS] for each input")
     samples = getattr(module, "sample_inputs", None) if module is not None else None
-    dynamic = dict(getattr(module, "DYNAMIC", {}) or {}) if module is not None else {}
+    declared = dict(getattr(module, "DYNAMIC", {}) or {}) if module is not None else {}
+    for flag in dynamic or ():
+        name, dims = parse_dynamic_flag(flag)
+        declared.setdefault(name, {}).update(dims)
+    dynamic = declared
     name = os.path.splitext(os.path.basename(path))[0] if path else type(net).__name__
     return ModelSpec(net, example, samples, dynamic, os.path.abspath(path) if path else "", name)

@@ -87,3 +87,25 @@ def test_growing_state_gets_a_symbolic_dim(converted):
     assert region["input_leaves"] == [{"dtype": "int64", "shape": [1, "i0_d1"]}]
     # The same compiled region ran at every length exploration saw.
     assert len(result.exploration.records[region["name"]].examples) >= 3
+
+
+def test_declared_dynamic_batch_serves_every_size(converted):
+    import numpy as np
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "c_dynamic_batch.py"), check=20)
+    net = dycl.load(result.out)
+    assert net.signature[0]["shape"] == ["batch", 6]
+    files = sorted(os.listdir(os.path.join(result.out, "regions")))
+    gen = torch.Generator().manual_seed(1)
+    for batch in (1, 2, 4, 7, 16):
+        for sign in (1.0, -1.0, 0.0):
+            x = 0.1 * torch.randn(batch, 6, generator=gen)
+            weight = result.spec.model.score.weight.detach()[0]
+            x += sign * 3.0 * weight / weight.norm()
+            with torch.no_grad():
+                expected = result.spec.model(x).numpy()
+            np.testing.assert_allclose(net(x.detach().numpy()), expected, atol=1e-5)
+    assert sorted(os.listdir(os.path.join(result.out, "regions"))) == files  # nothing recompiled

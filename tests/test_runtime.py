@@ -68,7 +68,7 @@ def test_wrong_static_dim(converted):
     with pytest.raises(dycl.InputError) as info:
         net(np.zeros((1, 9), np.float32))
     assert str(info.value) == ("input 'x': dim 1 must be 8 (shape (1, 8)), got 9; "
-                               "reconvert with --dynamic x:DIM=NAME to make a dim dynamic")
+                               "reconvert with --dynamic x:1=NAME to make it dynamic")
 
 
 def test_wrong_number_of_inputs(converted):

@@ -77,7 +77,7 @@ class CompiledModel:
             value = value.detach().cpu().numpy()
         value = np.asarray(value) if not isinstance(value, np.ndarray) else value
         expected = param["shape"]
-        hint = f"reconvert with --dynamic {name}:DIM=NAME to make a dim dynamic"
+        hint = "reconvert with --dynamic {name}:{axis}=NAME to make it dynamic"
         if value.ndim != len(expected):
             raise InputError(f"input '{name}': expected rank {len(expected)} (shape {_shape(expected)}), "
                              f"got rank {value.ndim} (shape {tuple(value.shape)})")
@@ -87,7 +87,7 @@ class CompiledModel:
             if isinstance(want, int):
                 if want != got:
                     raise InputError(f"input '{name}': dim {axis} must be {want} (shape {_shape(expected)}), "
-                                     f"got {got}; {hint}")
+                                     f"got {got}; " + hint.format(name=name, axis=axis))
             elif symbols.setdefault(want, (got, name, axis))[0] != got:
                 first, other, other_axis = symbols[want]
                 raise InputError(f"input '{name}': dim {axis} ('{want}') is {got}, but '{want}' is {first} "
