@@ -56,6 +56,9 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("error", torch.jit.TracerWarning)
+        # torch's own nn.GRU/LSTM/RNN input checks compare sizes in Python while tracing; they are
+        # shape checks on fixed dims, not decisions the trace would freeze.
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=r"torch\.nn\.modules\.rnn")
         try:
             with torch.no_grad():
                 torch.onnx.export(wrapper, tuple(example), path, dynamo=False, input_names=input_names,

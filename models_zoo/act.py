@@ -16,10 +16,10 @@ last state then takes the remaining probability mass).  The model returns
 
 Calibration: the halting unit is sharpened and its bias set once
 (``HALT_GAIN``, ``HALT_BIAS``); ``sample_inputs`` scales a fixed direction by
-"difficulty" levels ``LEVELS`` that were computed once on this model so that
-level ``k`` halts after ``k + 1`` steps (the last level never halts within
-the budget), each with the accumulated halting probability at least 0.02
-away from ``1 - eps`` at every step.
+"difficulty" levels ``LEVELS`` that were computed once on this model: the
+first level never halts within the budget, the others halt after 8, 7, ...,
+1 steps.  Each level sits in the middle of its range, and the accumulated
+halting probability stays clear of ``1 - eps`` at every step.
 """
 
 import torch
@@ -28,13 +28,14 @@ import torch.nn as nn
 INPUT_DIM = 16
 
 # Calibration (see module docstring).
-HALT_GAIN = 4.0
-HALT_BIAS = -2.0
-LEVELS = []
+HALT_GAIN = 20.0
+HALT_BIAS = 0.0
 
-# Input distribution of sample_inputs: LEVELS[k] * direction + noise.
-DIRECTION_SEED = 11
-NOISE_STD = 0.005
+# Input distribution of sample_inputs: LEVELS[k] * direction + noise.  Ponder
+# steps per level: budget exhausted (8), then 8, 7, 6, 5, 4, 3, 2, 1.
+LEVELS = [-6.0, -2.2, -1.3, -0.5, 0.12, 0.7, 1.4, 2.6, 16.0]
+DIRECTION_SEED = 14
+NOISE_STD = 0.002
 
 
 class AdaptiveComputationTime(nn.Module):
