@@ -210,6 +210,17 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
+def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float) -> tuple:
+    """A natural run of the rewritten program, compared with the original model."""
+    with torch.no_grad():
+        expected = to_numpy(model(*inputs))
+    got, path = exp.run(inputs)
+    err = compare(expected, got, f"{label}: output")
+    if err > tol:
+        raise RewriteMismatch(f"{label}: the rewritten program differs from the model by {err:.3g}")
+    return path
+
+
 def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
             region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None):
     """Natural runs (checked against `model`), then forced runs until every arm is covered.
@@ -223,23 +234,13 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     natural_paths = []
     reached_under: dict[str, tuple[int, dict]] = {}  # decision -> (input, forcing) that first reached it
     for k, inp in enumerate(inputs):
-        with torch.no_grad():
-            expected = to_numpy(model(*inp))
-        got, path = exp.run(inp)
-        err = compare(expected, got, f"sample {k}: output")
-        if err > tol:
-            raise RewriteMismatch(f"sample {k}: the rewritten program differs from the model by {err:.3g}")
+        path = _checked_run(exp, model, inp, f"sample {k}", tol)
         natural_paths.append(path)
         for d, _ in path:
             reached_under.setdefault(d, (k, {}))
     exp.paths = natural_paths
     for k, inp in enumerate(resized or []):
-        with torch.no_grad():
-            expected = to_numpy(model(*inp))
-        got, _ = exp.run(inp)
-        err = compare(expected, got, f"resized input {k}: output")
-        if err > tol:
-            raise RewriteMismatch(f"resized input {k}: the rewritten program differs from the model by {err:.3g}")
+        _checked_run(exp, model, inp, f"resized input {k}", tol)
     exp.natural_arms = set(exp.arms)
     forcings: list[dict] = []
     # Force the arms no sample took. A decision first reached under some forcing

@@ -270,7 +270,7 @@ class PartialEvaluator:
             return not fallback
         saved = (len(self.diagnostics), dict(scope.env), set(scope.poisoned), dict(scope.rename))
         tentative: list = []
-        variant = _assigned_names(node.body) | {node.target.value}
+        variant = set(_assigned_names(node.body)) | {node.target.value}
         self._enter_loop(variant, frame, tentative, node)
         body = self._loop_body(node.body.body, frame)
         self._leave_loop(frame)
@@ -336,7 +336,7 @@ class PartialEvaluator:
         if node.orelse is not None:
             self._error("loop-else", frame.src, node.orelse, "`while ... else` in forward",
                         "the else clause of a loop is not supported", "use a flag variable instead")
-        variant = _assigned_names(node.body)
+        variant = set(_assigned_names(node.body))
         self._enter_loop(variant, frame, out, node)
         if self._calls_to_inline(node.test, frame):
             self._error("loop-test-call", frame.src, node.test, "loop condition calls a method that must be inlined",
@@ -755,7 +755,7 @@ class PartialEvaluator:
             static = self._static(value, frame)
             if static is not None:
                 scope.env[p.name] = static
-            elif isinstance(value, cst.Name) and not _assigns(src.node, p.name):
+            elif isinstance(value, cst.Name) and p.name not in _assigned_names(src.node.body):
                 scope.rename[p.name] = value.value
             else:
                 out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.rename[p.name]))], value), origin))
@@ -775,22 +775,7 @@ class PartialEvaluator:
         """Fresh host names for an inlined function's locals (same for every call)."""
         if func in self._renames:
             return self._renames[func]
-        local: list[str] = [p.name.value for p in src.node.params.params]
-
-        class _Targets(cst.CSTVisitor):
-            def visit_AssignTarget(self, node):
-                local.extend(_target_names(node.target))
-
-            def visit_AugAssign(self, node):
-                local.extend(_target_names(node.target))
-
-            def visit_AnnAssign(self, node):
-                local.extend(_target_names(node.target))
-
-            def visit_For(self, node):
-                local.extend(_target_names(node.target))
-
-        src.node.body.visit(_Targets())
+        local = [p.name.value for p in src.node.params.params] + list(_assigned_names(src.node.body))
         mapping = {}
         for name in local:
             if name == "self" or name in mapping:
@@ -800,21 +785,22 @@ class PartialEvaluator:
         return mapping
 
 
-def _assigned_names(body) -> set[str]:
-    names: set[str] = set()
+def _assigned_names(body) -> dict[str, None]:
+    """Names a block assigns (targets of =, op=, annotated =, for), in source order."""
+    names: dict[str, None] = {}
 
     class _V(cst.CSTVisitor):
         def visit_AssignTarget(self, node):
-            names.update(_target_names(node.target))
+            names.update(dict.fromkeys(_target_names(node.target)))
 
         def visit_AugAssign(self, node):
-            names.update(_target_names(node.target))
+            names.update(dict.fromkeys(_target_names(node.target)))
 
         def visit_AnnAssign(self, node):
-            names.update(_target_names(node.target))
+            names.update(dict.fromkeys(_target_names(node.target)))
 
         def visit_For(self, node):
-            names.update(_target_names(node.target))
+            names.update(dict.fromkeys(_target_names(node.target)))
 
         def visit_FunctionDef(self, node):
             return False
@@ -848,23 +834,6 @@ def _jump_in_loop(stmts: list) -> bool:
         if isinstance(s, IfNode) and (_jump_in_loop(s.body) or _jump_in_loop(s.orelse)):
             return True
     return False
-
-
-def _assigns(func_node: cst.FunctionDef, name: str) -> bool:
-    found = []
-
-    class _V(cst.CSTVisitor):
-        def visit_AssignTarget(self, node):
-            found.extend(n for n in _target_names(node.target) if n == name)
-
-        def visit_AugAssign(self, node):
-            found.extend(n for n in _target_names(node.target) if n == name)
-
-        def visit_For(self, node):
-            found.extend(n for n in _target_names(node.target) if n == name)
-
-    func_node.body.visit(_V())
-    return bool(found)
 
 
 def _as_tuple(value):
