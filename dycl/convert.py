@@ -21,6 +21,7 @@ from ._torch_regions import import_regions
 from .backends import get_backend
 from .check import check_package
 from .explore import explore
+from .dims import name_dims
 from .export import export_region, torch_region_info, verify_region
 from .modelfile import ModelFileError, load_model_file, resized_inputs
 from .package import write_manifest, write_report
@@ -104,6 +105,15 @@ def _forward_params(model) -> list[str]:
     return list(inspect.signature(model.forward).parameters)
 
 
+def symbol_sizes(spec, inputs: tuple) -> dict[str, int]:
+    """The declared dynamic symbols' sizes in one input tuple."""
+    sizes = {}
+    for name, value in zip(_forward_params(spec.model), inputs):
+        for axis, symbol in spec.dynamic.get(name, {}).items():
+            sizes[symbol] = value.shape[axis]
+    return sizes
+
+
 def _resized(spec) -> list[tuple]:
     """Declared dynamic dims, explored at two more sizes each, so every dim that follows them varies."""
     params = _forward_params(spec.model)
@@ -159,7 +169,8 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
                                              [r.name for r in st.program.regions], inputs,
-                                             region_loops=region_loops(st.program), resized=_resized(st.spec))
+                                             region_loops=region_loops(st.program), resized=_resized(st.spec),
+                                             symbols_of=lambda inp: symbol_sizes(st.spec, inp))
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -268,7 +279,7 @@ def _region_meta(region, record, info, artifact, origin) -> dict:
 
     n_out = sum(count_leaves(s) for s in record.out_specs)
     graph_index = {leaf: k for k, leaf in enumerate(info["graph_leaves"])}
-    dims = record.dims()
+    dims = name_dims(record)
     example = next(iter(record.examples.values()))
     return {
         "name": region.name,
@@ -276,9 +287,7 @@ def _region_meta(region, record, info, artifact, origin) -> dict:
         "artifact": artifact,
         "inputs": [{"name": n, "spec": s} for n, s in zip(region.inputs, record.in_specs)],
         "outputs": [{"name": n, "spec": s} for n, s in zip(region.outputs, record.out_specs)],
-        "input_leaves": [{"dtype": str(t.numpy().dtype), "shape": [d if d is not None else f"i{k}_d{a}"
-                                                                    for a, d in enumerate(dims[k])]}
-                         for k, t in enumerate(example)],
+        "input_leaves": [{"dtype": str(t.numpy().dtype), "shape": dims[k]} for k, t in enumerate(example)],
         "graph_inputs": info["graph_inputs"],
         "output_leaves": [{"source": "graph", "index": graph_index[i]} if i in graph_index
                           else {"source": "input", "index": record.passthrough[i]} for i in range(n_out)],

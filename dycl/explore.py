@@ -35,7 +35,7 @@ def to_numpy(value):
 class RegionRecord:
     """What exploration saw of one region."""
 
-    __slots__ = ("name", "in_specs", "out_specs", "examples", "calls", "passthrough", "sources")
+    __slots__ = ("name", "in_specs", "out_specs", "examples", "calls", "passthrough", "sources", "observations")
 
     def __init__(self, name: str):
         self.name = name
@@ -45,6 +45,7 @@ class RegionRecord:
         self.calls = 0
         self.passthrough: dict[int, int] = {}  # output leaf -> input leaf
         self.sources: list | None = None
+        self.observations: set[tuple] = set()  # (signature, declared symbols' sizes in that run)
 
     def dims(self) -> list[list]:
         """Per input leaf, each dim's size, or None where it varied."""
@@ -67,9 +68,10 @@ def _signature(leaves) -> tuple:
 class _ExploringRegions:
     """The `regions` object the instrumented host calls during exploration."""
 
-    def __init__(self, explorer: "Exploration", force: dict):
+    def __init__(self, explorer: "Exploration", force: dict, symbols: tuple = ()):
         self._explorer = explorer
         self._force = force
+        self._symbols = symbols
         self._evaluations: dict[str, int] = {}
         self.path: list[tuple[str, bool]] = []
 
@@ -145,7 +147,9 @@ class _ExploringRegions:
             loop = self._explorer.region_loops.get(name)
             if loop is not None and not self._force:
                 self._explorer.loop_calls[loop] = self._explorer.loop_calls.get(loop, 0) + 1
-            record.examples.setdefault(_signature(tensors), [t.clone() for t in tensors])
+            signature = _signature(tensors)
+            record.examples.setdefault(signature, [t.clone() for t in tensors])
+            record.observations.add((signature, self._symbols))
             leaves_np = iter([t.numpy() for t in out_leaves])
             results = [unflatten(s, leaves_np) for s in out_specs]
             return results[0] if len(results) == 1 else tuple(results)
@@ -164,12 +168,13 @@ class Exploration:
         self.natural_arms: set[tuple[str, bool]] = set()
         self.classes: dict[str, str] = {}
         self.region_loops: dict[str, str] = {}  # region -> innermost host loop
+        self.symbols_of = lambda inputs: {}  # declared dynamic symbols' sizes in a run
         self.loop_iterations: dict[str, int] = {}  # natural runs only
         self.loop_calls: dict[str, int] = {}
         self.reached: dict[str, str] = {}
 
     def run(self, inputs: tuple, force: dict[str, bool] | None = None):
-        regions = _ExploringRegions(self, force or {})
+        regions = _ExploringRegions(self, force or {}, tuple(sorted(self.symbols_of(inputs).items())))
         args = [to_numpy(v) for v in inputs]
         out = self.host.forward(regions, *args)
         self.arms.update(regions.path)
@@ -222,7 +227,7 @@ def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float)
 
 
 def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
-            region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None):
+            region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None, symbols_of=None):
     """Natural runs (checked against `model`), then forced runs until every arm is covered.
 
     `resized` are inputs at other sizes of the declared dynamic dims: each is
@@ -231,6 +236,8 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     """
     exp = Exploration(model, host, module, region_names)
     exp.region_loops = region_loops or {}
+    if symbols_of is not None:
+        exp.symbols_of = symbols_of
     natural_paths = []
     reached_under: dict[str, tuple[int, dict]] = {}  # decision -> (input, forcing) that first reached it
     for k, inp in enumerate(inputs):

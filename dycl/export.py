@@ -16,6 +16,7 @@ import onnx
 import torch
 
 from ._torch_regions import FlatRegion
+from .dims import name_dims
 from .explore import RegionRecord
 
 __all__ = ["ExportError", "export_region", "torch_region_info", "verify_region"]
@@ -27,8 +28,8 @@ class ExportError(Exception):
 
 def _dim_names(record: RegionRecord) -> dict[str, dict[int, str]]:
     axes = {}
-    for k, dims in enumerate(record.dims()):
-        varying = {a: f"i{k}_d{a}" for a, d in enumerate(dims) if d is None}
+    for k, dims in enumerate(name_dims(record)):
+        varying = {a: d for a, d in enumerate(dims) if isinstance(d, str)}
         if varying:
             axes[f"i{k}"] = varying
     return axes

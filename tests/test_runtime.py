@@ -107,3 +107,19 @@ def test_modified_artifact_is_refused(converted, tmp_path):
     with pytest.raises(PackageError) as info:
         dycl.load(str(pkg))
     assert str(info.value) == f"{pkg}: {victim} was modified after conversion (hash mismatch)"
+
+
+def test_inputs_sharing_a_symbol_must_agree(tmp_path):
+    import dycl
+    from dycl.convert import ConvertOptions, convert
+
+    out = tmp_path / "multi"
+    convert(ConvertOptions(os.path.join(MODELS, "c_multi_input.py"), str(out), check=10,
+                           dynamic=["x:0=batch", "y:0=batch"]))
+    net = dycl.load(str(out))
+    assert [p["shape"][0] for p in net.signature] == ["batch", "batch"]
+    x = np.ones((3, net.signature[0]["shape"][1]), np.float32)
+    assert net(x, x) is not None
+    with pytest.raises(dycl.InputError) as info:
+        net(x, x[:2])
+    assert str(info.value) == "input 'y': dim 0 ('batch') is 2, but 'batch' is 3 in input 'x' dim 0"
