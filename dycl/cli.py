@@ -30,8 +30,10 @@ def main() -> None:
 @main.command()
 @click.argument("model_file", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output package directory.")
-@click.option("--backend", type=click.Choice(["onnxruntime", "torch"]), default="onnxruntime", show_default=True,
-              help="Compiler for the regions (torch runs them eagerly, for debugging).")
+@click.option("--backend", type=click.Choice(["onnxruntime", "tvm", "torch"]), default="onnxruntime",
+              show_default=True, help="Compiler for the regions (torch runs them eagerly, for debugging).")
+@click.option("--target", metavar="JSON", help='TVM target, e.g. \'{"kind": "llvm", "mcpu": "skylake"}\' '
+                                               "(default: this machine's CPU).")
 @click.option("--check", "check_n", type=click.IntRange(min=0), default=50, show_default=True,
               help="Sample inputs to compare against the original model.")
 @click.option("--model", "model_ref", metavar="MODULE:CALLABLE", help="Factory for files without get_model().")
@@ -40,7 +42,7 @@ def main() -> None:
 @click.option("--dynamic", "dynamic", multiple=True, metavar="NAME:DIM=SYMBOL,...",
               help="Dims that vary at run time, e.g. x:0=batch,2=h (adds to the file's DYNAMIC).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sample_inputs().")
-def convert(model_file, out, backend, check_n, model_ref, inputs, dynamic, seed) -> None:
+def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
 
@@ -51,6 +53,7 @@ def convert(model_file, out, backend, check_n, model_ref, inputs, dynamic, seed)
     console = Console(stderr=True)
     opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed,
                           list(dynamic) or None)
+    opts.target = target
     start = time.perf_counter()
     try:
         with console.status("") as status:

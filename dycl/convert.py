@@ -30,13 +30,19 @@ __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS
 
 
 class ConvertOptions:
-    __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic")
+    __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
+                 "target")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
                  dynamic: list[str] | None = None):
         self.model_file, self.out, self.backend, self.check = model_file, out, backend, check
         self.model, self.inputs, self.seed, self.dynamic = model, inputs, seed, dynamic
+        self.fixed_sizes: dict[str, int] = {}  # convert for these sizes of the dynamic symbols only
+        self.target: str | None = None  # TVM target (JSON); default: this machine's CPU
+
+    def make_backend(self):
+        return get_backend(self.backend, **({"target": self.target} if self.backend == "tvm" else {}))
 
 
 class ConversionResult:
@@ -66,6 +72,8 @@ class StepFailed(Exception):
 
 def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
     st.spec = load_model_file(opts.model_file, opts.model, opts.inputs, opts.dynamic)
+    if opts.fixed_sizes:
+        _fix_sizes(st.spec, opts.fixed_sizes)
     unknown = set(st.spec.dynamic) - set(_forward_params(st.spec.model))
     if unknown:
         raise ModelFileError(f"DYNAMIC names {', '.join(sorted(unknown))}, which forward does not take "
@@ -105,6 +113,21 @@ def _forward_params(model) -> list[str]:
     return list(inspect.signature(model.forward).parameters)
 
 
+def _fix_sizes(spec, sizes: dict[str, int]) -> None:
+    """Make `spec` static at the given sizes of its dynamic symbols (a one-size package)."""
+    params, dynamic = _forward_params(spec.model), spec.dynamic
+
+    def resize(inputs: tuple) -> tuple:
+        for symbol, size in sizes.items():
+            inputs = resized_inputs(inputs, params, dynamic, symbol, size)
+        return inputs
+
+    samples = spec.samples
+    spec.inputs = resize(spec.inputs)
+    spec.samples = None if samples is None else (lambda n, seed=0: [resize(tuple(s)) for s in samples(n, seed=seed)])
+    spec.dynamic = {}
+
+
 def symbol_sizes(spec, inputs: tuple) -> dict[str, int]:
     """The declared dynamic symbols' sizes in one input tuple."""
     sizes = {}
@@ -115,16 +138,25 @@ def symbol_sizes(spec, inputs: tuple) -> dict[str, int]:
 
 
 def _resized(spec) -> list[tuple]:
-    """Declared dynamic dims, explored at two more sizes each, so every dim that follows them varies."""
+    """Inputs at other sizes of the declared dynamic dims.
+
+    Each symbol alone at a smaller, a slightly larger and a much larger size
+    (so shape-determined branches such as `if x.shape[-1] > 48:` go both
+    ways), then all symbols together at two larger sizes, so that regions
+    behind a shape-determined branch also see every dim vary.
+    """
     params = _forward_params(spec.model)
-    sizes: dict[str, int] = {}
-    for name, value in zip(params, spec.inputs):
-        for axis, symbol in spec.dynamic.get(name, {}).items():
-            sizes.setdefault(symbol, value.shape[axis])
+    sizes = symbol_sizes(spec, spec.inputs)
     variants = []
     for symbol, size in sorted(sizes.items()):
-        for new in sorted({size + 1, max(1, size - 1), 2 * size + 1} - {size})[:2]:
+        for new in sorted({size // 2 + 1, size + 1, 2 * size + 1} - {size}):
             variants.append(resized_inputs(spec.inputs, params, spec.dynamic, symbol, new))
+    for extra in (1, 3):
+        joint = spec.inputs
+        for symbol, size in sorted(sizes.items()):
+            joint = resized_inputs(joint, params, spec.dynamic, symbol, 2 * size + extra)
+        if sizes:
+            variants.append(joint)
     return variants
 
 
@@ -174,7 +206,7 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
-    backend = get_backend(opts.backend)
+    backend = opts.make_backend()
     scratch = os.path.join(st.workdir, ".scratch")
     regions_dir = os.path.join(st.workdir, "regions")
     os.makedirs(regions_dir, exist_ok=True)
@@ -212,7 +244,7 @@ def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
     shutil.rmtree(os.path.join(st.workdir, ".scratch"), ignore_errors=True)
     if opts.backend != "torch":
         os.remove(os.path.join(st.workdir, "regions_torch.py"))
-    write_manifest(st.workdir, st, opts.backend, __version__)
+    write_manifest(st.workdir, st, opts.make_backend(), __version__)
 
 
 def step_check(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -29,7 +29,7 @@ def _params(spec) -> list[str]:
     return list(inspect.signature(spec.model.forward).parameters)
 
 
-def write_manifest(workdir: str, st, backend: str, version: str) -> None:
+def write_manifest(workdir: str, st, backend, version: str) -> None:
     program = st.program
     files = {}
     for root, _, names in os.walk(workdir):
@@ -43,7 +43,8 @@ def write_manifest(workdir: str, st, backend: str, version: str) -> None:
         "dycl": version,
         "model": program.name,
         "source": st.spec.path,
-        "backend": backend,
+        "backend": backend.name,
+        "target": backend.target,
         "signature": _signature(st.spec, st.exploration),
         "decisions": [{"id": d.decision, "class": d.dclass, "origin": f"{d.origin.func} {d.origin.lines}"}
                       for d in program.decisions],

@@ -15,7 +15,7 @@ from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, to_host,
 from .names import Namespace
 from .staticeval import _bound_names, _target_names
 
-__all__ = ["Builder", "reads_writes"]
+__all__ = ["Builder", "reads_writes", "substitute"]
 
 _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add"}
 
@@ -32,6 +32,7 @@ class Builder:
         self.loops: list[Loop] = []
         self._reevaluate: list[list[Stmt]] = []  # per enclosing while: its test's region part
         self._dynamic_depth = 0  # > 0 inside a loop body or an arm of a run-time decision
+        self._known: dict[str, cst.BaseExpression] = {}  # `if k == 2:` arm: k is 2 in region code
 
     # -- tree walk ---------------------------------------------------------
     def block(self, lowered: list, kinds: Kinds) -> list:
@@ -81,15 +82,21 @@ class Builder:
             return
         body_kinds, else_kinds = kinds.copy(), kinds.copy()
         self._dynamic_depth += 1
+        known = dict(self._known)
+        facts = _equality_facts(test, kinds)
         try:
+            self._known.update(facts)
             body = self.block(node.body, body_kinds)
+            self._known = dict(known)
             orelse = self.block(node.orelse, else_kinds)
         finally:
             self._dynamic_depth -= 1
+            self._known = known
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
         dclass = "execution" if node.kind == "guard" else "value" if value else "shape"
         result = If(test, body, orelse, node.origin, decision, dclass)
+        result.facts = facts
         self.decisions.append(result)
         out.append(result)
 
@@ -162,9 +169,11 @@ class Builder:
         def host(new_node):
             flush()
             out.append(HostStmt(to_host(new_node, kinds), stmt.origin))
+            self._forget(new_node)
 
         def region():
-            pending.append(Stmt(to_region(node, kinds), stmt.origin))
+            pending.append(Stmt(substitute(to_region(node, kinds), self._known), stmt.origin))
+            self._forget(node)
 
         if isinstance(node, cst.Return):
             value = hoist(node.value, kinds, self._emitter(kinds, pending, stmt.origin, "out")) if node.value else None
@@ -212,6 +221,12 @@ class Builder:
             return
         region()
 
+    def _forget(self, node) -> None:
+        """A name assigned again is no longer known to equal its tested value."""
+        if self._known:
+            for name in reads_writes(node)[1]:
+                self._known.pop(name, None)
+
     @staticmethod
     def _is_tensor_target(target, kinds: Kinds) -> bool:
         base = target
@@ -229,6 +244,44 @@ class Builder:
         region = Region(self.region_names.fresh(f"{_hint(stmts)}_L{stmts[0].origin.first}"), stmts, [], [], origin)
         self.regions.append(region)
         return region
+
+
+def _equality_facts(test, kinds: Kinds) -> dict[str, cst.BaseExpression]:
+    """`k == 2` (k a host int): inside the arm, region code may use the literal."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+            and isinstance(test.comparisons[0].operator, cst.Equal):
+        left, right = test.left, test.comparisons[0].comparator
+        if isinstance(right, cst.Name) and isinstance(left, cst.Integer):
+            left, right = right, left
+        if isinstance(left, cst.Name) and isinstance(right, cst.Integer) and kinds.get(left.value) == SCALAR:
+            return {left.value: right}
+    return {}
+
+
+class _Substitute(cst.CSTTransformer):
+    def __init__(self, known: dict[str, cst.BaseExpression]):
+        super().__init__()
+        self.known = known
+        self.skip: set[int] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.skip.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name):
+        if id(original) in self.skip:
+            return updated
+        return self.known.get(original.value, updated)
+
+
+def substitute(node, known: dict[str, cst.BaseExpression]):
+    return node.visit(_Substitute(known)) if known else node
 
 
 def _hint(stmts: list[Stmt]) -> str:

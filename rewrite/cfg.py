@@ -128,11 +128,12 @@ class HostStmt:
 class If:
     """A decision the host takes; `dclass` is shape- or value-determined."""
 
-    __slots__ = ("test", "body", "orelse", "origin", "decision", "dclass")
+    __slots__ = ("test", "body", "orelse", "origin", "decision", "dclass", "facts")
 
     def __init__(self, test, body: list, orelse: list, origin: Origin, decision: str, dclass: str):
         self.test, self.body, self.orelse, self.origin = test, body, orelse, origin
         self.decision, self.dclass = decision, dclass
+        self.facts: dict = {}  # name -> literal known to hold in the body (`if k == 2:`)
 
     def __repr__(self) -> str:
         return f"If[{self.decision}, {self.dclass}]({code(self.test)!r}, {self.body!r}, {self.orelse!r})"

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .build import reads_writes
+from .build import reads_writes, substitute
+from .cfg import Stmt
 from .cfg import HostStmt, If, Loop, Region, RegionCall
 
 __all__ = ["tail_merge", "merge_across_host"]
@@ -51,29 +52,41 @@ def tail_merge(nodes: list, new_region) -> list:
         if isinstance(node, Loop):
             node.body = tail_merge(node.body, new_region)
         if isinstance(node, RegionCall) and out and isinstance(out[-1], If) and _ends_in_region([out[-1]]):
-            _push(out[-1], node.region, new_region, first=True)
+            _push(out[-1], node.region.stmts, node.region.origin, new_region)
             continue
         out.append(node)
     return out
 
 
-def _push(node: If, region: Region, new_region, first: bool) -> None:
-    for arm in (node.body, node.orelse):
-        _push_arm(arm, region, new_region)
+def _push(node: If, stmts: list, origin, new_region) -> None:
+    _push_arm(node.body, _known_in(stmts, node.facts), origin, new_region)
+    _push_arm(node.orelse, stmts, origin, new_region)
 
 
-def _push_arm(arm: list, region: Region, new_region) -> None:
+def _known_in(stmts: list, facts: dict) -> list:
+    """The statements as they read in an `if k == 2:` arm, where k is the literal."""
+    if not facts:
+        return stmts
+    out, known = [], dict(facts)
+    for s in stmts:
+        out.append(Stmt(substitute(s.node, known), s.origin))
+        for name in reads_writes(s.node)[1]:
+            known.pop(name, None)
+    return out
+
+
+def _push_arm(arm: list, stmts: list, origin, new_region) -> None:
     if _terminates(arm):
         return
     last = arm[-1] if arm else None
     if isinstance(last, RegionCall):
         merged = last.region
-        merged.stmts = merged.stmts + region.stmts
-        merged.origin = merged.origin.span(region.origin)
+        merged.stmts = merged.stmts + stmts
+        merged.origin = merged.origin.span(origin)
     elif isinstance(last, If):
-        _push(last, region, new_region, first=False)
+        _push(last, stmts, origin, new_region)
     else:
-        arm.append(RegionCall(new_region(list(region.stmts))))
+        arm.append(RegionCall(new_region(list(stmts))))
 
 
 def _region_rw(region: Region) -> tuple[set[str], set[str]]:

@@ -27,6 +27,7 @@ import torch  # noqa: E402
 import dycl  # noqa: E402
 from dycl.convert import ConvertOptions, convert  # noqa: E402
 from dycl.explore import to_numpy  # noqa: E402
+from dycl.modelfile import resized_inputs  # noqa: E402
 
 
 def _count_calls(net) -> list[int]:
@@ -90,6 +91,44 @@ def bench_model(path: str, workdir: str, n_inputs: int, repeat: int) -> dict:
     }
 
 
+def _sizes(base: int) -> list[int]:
+    return sorted({max(1, round(base * f)) for f in (0.5, 0.75, 1.0, 1.5, 2.0)})
+
+
+def bench_dynamic(path: str, workdir: str, n_inputs: int, repeat: int) -> list[dict]:
+    """Per size of each declared symbol: the dynamic package vs one converted for that size only."""
+    from dycl.convert import _fix_sizes, _forward_params, symbol_sizes
+
+    name = os.path.splitext(os.path.basename(path))[0]
+    dyn = convert(ConvertOptions(path, os.path.join(workdir, f"{name}-dynamic"), check=n_inputs))
+    if not dyn.spec.dynamic:
+        return []
+    net = dycl.load(dyn.out, threads=1)
+    params = _forward_params(dyn.spec.model)
+    rows = []
+    for symbol, base in sorted(symbol_sizes(dyn.spec, dyn.spec.inputs).items()):
+        for size in _sizes(base):
+            opts = ConvertOptions(path, os.path.join(workdir, f"{name}-{symbol}{size}"), check=n_inputs)
+            opts.fixed_sizes = {symbol: size}
+            static = dycl.load(convert(opts).out, threads=1)
+            spec = dyn.spec
+            inputs = [tuple(to_numpy(v) for v in resized)
+                      for resized in (resized_inputs(s, params, spec.dynamic, symbol, size)
+                                      for s in spec.sample_inputs(n_inputs))]
+            d_times, s_times = [], []
+            for args in inputs:
+                for _ in range(3):
+                    net(*args)
+                    static(*args)
+                d_times.append(_median_time(net, args, repeat))
+                s_times.append(_median_time(static, args, repeat))
+            d, st = statistics.median(d_times), statistics.median(s_times)
+            rows.append({"model": name, "symbol": symbol, "size": size, "dynamic_ms": d * 1e3,
+                         "static_ms": st * 1e3, "ratio": d / st})
+            print(f"  {name} {symbol}={size}: dynamic {d * 1e3:.3f} ms, one-size {st * 1e3:.3f} ms", file=sys.stderr)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--zoo", default=os.path.join(ROOT, "models_zoo"))
@@ -97,16 +136,20 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=20, help="sample inputs per model")
     parser.add_argument("--repeat", type=int, default=15, help="timed runs per input")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--no-dynamic", action="store_true", help="skip the per-size dynamic-shape table")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     names = args.models or sorted(f[:-3] for f in os.listdir(args.zoo) if f.endswith(".py") and not f.startswith("_"))
-    rows = []
+    rows, dynamic_rows = [], []
     with tempfile.TemporaryDirectory(prefix="dycl-bench-") as workdir:
         for name in names:
-            rows.append(bench_model(os.path.join(args.zoo, f"{name}.py"), workdir, args.inputs, args.repeat))
+            path = os.path.join(args.zoo, f"{name}.py")
+            rows.append(bench_model(path, workdir, args.inputs, args.repeat))
             r = rows[-1]
             print(f"  {r['model']}: eager {r['eager_ms']:.3f} ms, dycl {r['dycl_ms']:.3f} ms", file=sys.stderr)
+            if not args.no_dynamic:
+                dynamic_rows.extend(bench_dynamic(path, workdir, min(args.inputs, 10), args.repeat))
     print("| model | eager (ms) | dycl onnxruntime (ms) | speed-up | backend calls / inference (median, max) "
           "| regions | paths | convert (s) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -116,9 +159,18 @@ def main() -> None:
     geo = statistics.geometric_mean([r["speedup"] for r in rows])
     print(f"\nGeomean speed-up over eager: {geo:.2f}x (single thread, medians over {args.inputs} inputs "
           f"x {args.repeat} runs)")
+    if dynamic_rows:
+        print("\n| model | dim | size | dynamic package (ms) | converted for this size only (ms) | ratio |")
+        print("|---|---|---:|---:|---:|---:|")
+        for r in dynamic_rows:
+            print(f"| {r['model']} | {r['symbol']} | {r['size']} | {r['dynamic_ms']:.3f} | {r['static_ms']:.3f} | "
+                  f"{r['ratio']:.2f} |")
+        worst = max(r["ratio"] for r in dynamic_rows)
+        print(f"\nDynamic package vs one-size packages: worst ratio {worst:.2f} "
+              f"(median {statistics.median(r['ratio'] for r in dynamic_rows):.2f})")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"rows": rows, "geomean_speedup": geo}, fh, indent=1)
+            json.dump({"rows": rows, "geomean_speedup": geo, "dynamic": dynamic_rows}, fh, indent=1)
 
 
 if __name__ == "__main__":

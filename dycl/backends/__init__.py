@@ -9,9 +9,11 @@ from __future__ import annotations
 from .base import Backend
 from .onnxruntime import OnnxRuntimeBackend
 from .torch_eager import TorchBackend
+from .tvm import TvmBackend
 
 BACKENDS: dict[str, type[Backend]] = {
     OnnxRuntimeBackend.name: OnnxRuntimeBackend,
+    TvmBackend.name: TvmBackend,
     TorchBackend.name: TorchBackend,
 }
 

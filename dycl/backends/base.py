@@ -19,6 +19,14 @@ class Backend:
     def __init__(self, threads: int = 1):
         self.threads = threads
 
+    @property
+    def target(self) -> dict | None:
+        """What the artifacts were compiled for, recorded in the manifest (None: portable)."""
+        return None
+
+    def check_target(self, target: dict | None) -> None:
+        """Refuse, with a clear message, artifacts compiled for another machine."""
+
     def compile(self, onnx_path: str, artifact_path: str) -> None:
         raise NotImplementedError
 

@@ -118,6 +118,7 @@ def load(path: str, threads: int = 1, verify: bool = True) -> CompiledModel:
             if _sha256(full) != digest:
                 raise PackageError(f"{path}: {rel} was modified after conversion (hash mismatch)")
     backend = get_backend(manifest["backend"], threads=threads)
+    backend.check_target(manifest.get("target"))
     loaded: dict[str, object] = {}
     regions = {}
     for meta in manifest["regions"]:

@@ -1,0 +1,101 @@
+"""Apache TVM (Relax): each region compiled to a shared library, run by the Relax VM.
+
+Compile: `from_onnx` (symbolic dims kept) → `tvm.compile` with the default
+Relax pipeline for the target (fusion, then legalisation) → `export_library`.
+The pipeline must be passed to `tvm.compile` as `relax_pipeline`: applying it
+by hand and then compiling runs it twice, which crashes TVM 0.27 at run time.
+
+Run: arrays cross by DLPack (no copy) both ways. TVM may return an output
+that is one of its inputs (a pass-through); such outputs are copied so that
+the host never holds an alias of an array it passes on.
+"""
+from __future__ import annotations
+
+import json
+
+from .base import Backend, RegionFn
+
+__all__ = ["TvmBackend", "default_target", "TargetMismatch"]
+
+
+class TargetMismatch(RuntimeError):
+    """The package was compiled for another CPU."""
+
+
+def default_target() -> dict:
+    import tvm
+
+    return {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu()}
+
+
+def _target(spec: str | dict | None):
+    import tvm
+
+    if spec is None:
+        return tvm.target.Target(default_target())
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except json.JSONDecodeError:
+            raise ValueError(f"--target {spec!r}: give a JSON target such as "
+                             '\'{"kind": "llvm", "mcpu": "skylake"}\' (TVM 0.27 rejects "llvm -mcpu=..." strings)') from None
+    return tvm.target.Target(spec)
+
+
+class TvmBackend(Backend):
+    name = "tvm"
+    suffix = ".so"
+
+    def __init__(self, threads: int = 1, target: str | dict | None = None):
+        super().__init__(threads)
+        self.target_spec = target
+
+    @property
+    def target(self) -> dict:
+        """The target as recorded in the manifest."""
+        if isinstance(self.target_spec, dict):
+            return dict(self.target_spec)
+        return json.loads(self.target_spec) if self.target_spec else default_target()
+
+    def compile(self, onnx_path: str, artifact_path: str) -> None:
+        import onnx
+        import tvm
+        from tvm import relax
+        from tvm.relax.frontend.onnx import from_onnx
+
+        target = _target(self.target_spec)
+        mod = from_onnx(onnx.load(onnx_path), keep_params_in_input=False)
+        executable = tvm.compile(mod, target=target, relax_pipeline=relax.get_default_pipeline(target))
+        executable.export_library(artifact_path)
+
+    def check_target(self, target: dict) -> None:
+        """Refuse a package built for another CPU (its code may not run here)."""
+        here = default_target()
+        if target.get("kind") == "llvm" and target.get("mcpu") not in (None, here["mcpu"]):
+            raise TargetMismatch(f"this package was compiled by TVM for CPU '{target['mcpu']}', but this machine is "
+                                 f"'{here['mcpu']}'; reconvert it here, or with --target for this CPU")
+
+    def load(self, artifact_path: str, package_dir: str) -> RegionFn:
+        import numpy as np
+        import tvm
+        import tvm_ffi
+        from tvm import relax
+
+        vm = relax.VirtualMachine(tvm.runtime.load_module(artifact_path), tvm.cpu())
+        main = vm["main"]
+        from_dlpack = tvm_ffi.from_dlpack
+        to_numpy = np.from_dlpack
+
+        def tensor(a):
+            try:
+                return from_dlpack(a)
+            except Exception:  # unaligned or non-contiguous: one copy instead
+                return tvm.runtime.tensor(np.ascontiguousarray(a))
+
+        def call(arrays):
+            result = main(*[tensor(a) for a in arrays])
+            outs = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
+            arrays_out = [to_numpy(o) for o in outs]
+            return [a.copy() if any(np.may_share_memory(a, i) for i in arrays) else a for a in arrays_out]
+
+        return call
