@@ -96,6 +96,9 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
         per = "never ran" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f} backend calls"
         table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: {per} per iteration, "
                                           f"{lp['body_regions']} body regions compiled once")
+    if info.get("fallbacks"):
+        table.add_row("[yellow]fallback[/]", f"{len(info['fallbacks'])} region(s) TVM could not compile run on "
+                                             "onnxruntime (see report.md)")
     table.add_row("check", f"[green]pass[/]: δ = {check['delta']:.2g}, η = {check['eta']}" if check["passed"]
                   else f"[red]FAIL[/]: {check['failure']}")
     table.add_row("time", f"{seconds:.1f} s")

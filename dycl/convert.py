@@ -54,6 +54,7 @@ class ConversionResult:
         self.exploration = None
         self.forced_runs = 0
         self.region_meta: list[dict] = []
+        self.fallbacks: list[str] = []  # regions the chosen backend could not compile
         self.artifacts = 0
         self.check = None
         self.timings: dict[str, float] = {}
@@ -207,37 +208,49 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
     backend = opts.make_backend()
-    scratch = os.path.join(st.workdir, ".scratch")
-    regions_dir = os.path.join(st.workdir, "regions")
-    os.makedirs(regions_dir, exist_ok=True)
-    by_hash: dict[str, str] = {}
-    st.region_meta = []
+    fallback = get_backend("onnxruntime") if backend.name == "tvm" else None
+    os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
+    compiled: dict[tuple[str, str], str] = {}  # (backend, ONNX content hash) -> artifact
+    st.region_meta, st.fallbacks = [], []
     for region in st.program.regions:
         record = st.exploration.records[region.name]
         fn = getattr(st.regions_module, region.name)
         origin = f"{region.origin.func} {region.origin.lines}"
-        onnx_path = os.path.join(scratch, f"{region.name}.onnx")
-        if backend.name == "torch":
+        if backend.name == "torch":  # regions run as written: nothing to export, compile or verify
             info = torch_region_info(record)
-        else:
-            info = export_region(st.spec.model, fn, record, onnx_path, origin)
-        artifact = None
-        if info["graph_leaves"]:
-            if backend.name == "torch":  # regions run as written: nothing to compile or verify
-                artifact = f"regions/{region.name}.json"
+            artifact = f"regions/{region.name}.json" if info["graph_leaves"] else None
+            if artifact:
                 _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
                                                                   "graph_leaves": info["graph_leaves"]}))
-            else:
-                digest = _sha256(onnx_path)
-                artifact = by_hash.get(digest)
-                if artifact is None:
-                    artifact = f"regions/{region.name}{backend.suffix}"
-                    backend.compile(onnx_path, os.path.join(st.workdir, artifact))
-                    by_hash[digest] = artifact
-                run = backend.load(os.path.join(st.workdir, artifact), st.workdir)
-                verify_region(st.spec.model, fn, record, run, info, origin)
-        st.region_meta.append(_region_meta(region, record, info, artifact, origin))
+            st.region_meta.append(_region_meta(region, record, info, artifact, origin, backend.name))
+            continue
+        onnx_path = os.path.join(st.workdir, ".scratch", f"{region.name}.onnx")
+        info = export_region(st.spec.model, fn, record, onnx_path, origin)
+        artifact, used = None, backend
+        if info["graph_leaves"]:
+            try:
+                artifact = _compile(backend, onnx_path, region.name, st.workdir, compiled)
+            except Exception as exc:
+                if fallback is None:
+                    raise RuntimeError(f"{backend.name} cannot compile region {region.name} ({origin}): {exc}") from exc
+                reason = (str(exc).strip().splitlines() or [""])[0] or type(exc).__name__
+                st.fallbacks.append(f"{region.name} ({origin}): {reason}")
+                used = fallback
+                artifact = _compile(fallback, onnx_path, region.name, st.workdir, compiled)
+            run = used.load(os.path.join(st.workdir, artifact), st.workdir)
+            verify_region(st.spec.model, fn, record, run, info, origin)
+        st.region_meta.append(_region_meta(region, record, info, artifact, origin, used.name))
     st.artifacts = len({m["artifact"] for m in st.region_meta if m["artifact"]})
+
+
+def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict) -> str:
+    """Compile once per distinct graph: identical regions share one artifact."""
+    key = (backend.name, _sha256(onnx_path))
+    if key not in compiled:
+        artifact = f"regions/{name}{backend.suffix}"
+        backend.compile(onnx_path, os.path.join(workdir, artifact))
+        compiled[key] = artifact
+    return compiled[key]
 
 
 def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -306,7 +319,7 @@ def _replace_dir(src: str, dst: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _region_meta(region, record, info, artifact, origin) -> dict:
+def _region_meta(region, record, info, artifact, origin, backend: str) -> dict:
     from .runtime.spec import count_leaves
 
     n_out = sum(count_leaves(s) for s in record.out_specs)
@@ -317,6 +330,7 @@ def _region_meta(region, record, info, artifact, origin) -> dict:
         "name": region.name,
         "origin": origin,
         "artifact": artifact,
+        "backend": backend,
         "inputs": [{"name": n, "spec": s} for n, s in zip(region.inputs, record.in_specs)],
         "outputs": [{"name": n, "spec": s} for n, s in zip(region.outputs, record.out_specs)],
         "input_leaves": [{"dtype": str(t.numpy().dtype), "shape": dims[k]} for k, t in enumerate(example)],

@@ -80,6 +80,7 @@ def summary(st) -> dict:
         "artifacts": st.artifacts,
         "decisions": classes,
         "forced_runs": st.forced_runs,
+        "fallbacks": list(getattr(st, "fallbacks", [])),
         "check": st.check.as_dict() if st.check else None,
         "seconds": {k: round(v, 3) for k, v in st.timings.items()},
     }
@@ -104,6 +105,9 @@ def write_report(workdir: str, st) -> None:
                   "|---:|---:|---:|---:|---|",
                   f"| {c.samples} | {c.delta:.3g} | {c.eta} | {c.paths} | {'pass' if c.passed else 'FAIL: ' + c.failure} |",
                   ""]
+    if info["fallbacks"]:
+        lines += ["## Regions on onnxruntime instead of TVM", ""]
+        lines += [f"- {f}" for f in info["fallbacks"]] + [""]
     lines += ["## Regions", "", "| region | source | inputs | outputs | calls in exploration |", "|---|---|---|---|---:|"]
     for r in program.regions:
         rec = st.exploration.records[r.name] if st.exploration else None

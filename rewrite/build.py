@@ -33,6 +33,9 @@ class Builder:
         self._reevaluate: list[list[Stmt]] = []  # per enclosing while: its test's region part
         self._dynamic_depth = 0  # > 0 inside a loop body or an arm of a run-time decision
         self._known: dict[str, cst.BaseExpression] = {}  # `if k == 2:` arm: k is 2 in region code
+        # `batch = x.shape[0]` in the host: a region that uses `batch` recomputes it from `x`
+        # (a shape the compiler can see) instead of receiving it as a 0-d tensor.
+        self._shape_defs: dict[str, Stmt] = {}
 
     # -- tree walk ---------------------------------------------------------
     def block(self, lowered: list, kinds: Kinds) -> list:
@@ -84,14 +87,19 @@ class Builder:
         self._dynamic_depth += 1
         known = dict(self._known)
         facts = _equality_facts(test, kinds)
+        defs = dict(self._shape_defs)
         try:
             self._known.update(facts)
             body = self.block(node.body, body_kinds)
-            self._known = dict(known)
+            after_body = self._shape_defs
+            self._known, self._shape_defs = dict(known), dict(defs)
             orelse = self.block(node.orelse, else_kinds)
         finally:
             self._dynamic_depth -= 1
             self._known = known
+        # Still valid after the if: valid before and untouched by either arm.
+        self._shape_defs = {n: d for n, d in defs.items()
+                            if after_body.get(n) is d and self._shape_defs.get(n) is d}
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
         dclass = "execution" if node.kind == "guard" else "value" if value else "shape"
@@ -111,6 +119,15 @@ class Builder:
         del self.regions[n_regions:], self.decisions[n_decisions:], self.loops[n_loops:]
 
     def _loop(self, node: LoopNode, kinds: Kinds, pending: list, out: list, flush) -> None:
+        # A body that writes what a shape was read from changes it for the next iteration.
+        written = _lowered_writes([node])
+        self._shape_defs = {n: d for n, d in self._shape_defs.items()
+                            if n not in written and not written & set(reads_writes(d.node)[0])}
+        before = dict(self._shape_defs)
+        self._loop_kinds(node, kinds, pending, out, flush)
+        self._shape_defs = before
+
+    def _loop_kinds(self, node: LoopNode, kinds: Kinds, pending: list, out: list, flush) -> None:
         """A host loop. A while test's tensor part is computed before the loop and again
         at the end of each iteration (and before `continue`), merged into the body's last region."""
         # What a variable holds can change on the second iteration: find the fixpoint on a dry run.
@@ -172,6 +189,7 @@ class Builder:
             self._forget(new_node)
 
         def region():
+            self._rematerialize(node, pending)
             pending.append(Stmt(substitute(to_region(node, kinds), self._known), stmt.origin))
             self._forget(node)
 
@@ -193,6 +211,9 @@ class Builder:
             host(node.with_changes(value=value))
             # A scalar set inside a loop or a run-time branch depends on how execution went.
             derived = info.value or self._dynamic_depth > 0
+            if not derived and not info.needs_hoist and info.vtype == SCALAR and len(targets) == 1 \
+                    and isinstance(targets[0], cst.Name):
+                self._shape_defs[targets[0].value] = stmt
             for t in targets:
                 if isinstance(t, cst.Name):
                     kinds.set(t.value, info.vtype, derived)
@@ -222,10 +243,24 @@ class Builder:
         region()
 
     def _forget(self, node) -> None:
-        """A name assigned again is no longer known to equal its tested value."""
-        if self._known:
-            for name in reads_writes(node)[1]:
-                self._known.pop(name, None)
+        """Names assigned again: no longer known to equal a tested value, nor to hold the shape
+        a definition read."""
+        written = set(reads_writes(node)[1])
+        for name in written:
+            self._known.pop(name, None)
+        if written and self._shape_defs:
+            self._shape_defs = {n: d for n, d in self._shape_defs.items()
+                                if n not in written and not written & set(reads_writes(d.node)[0])}
+
+    def _rematerialize(self, node, pending: list) -> None:
+        """Put the shape definitions `node` reads at the start of the region being built."""
+        present = {n for s in pending for n in reads_writes(s.node)[1]}
+        needed = [n for n in reads_writes(node)[0] if n in self._shape_defs and n not in present]
+        for name in needed:
+            definition = self._shape_defs[name]
+            self._rematerialize(definition.node, pending)
+            if name not in {n for s in pending for n in reads_writes(s.node)[1]}:
+                pending.insert(0, Stmt(definition.node, definition.origin, kind="remat"))
 
     @staticmethod
     def _is_tensor_target(target, kinds: Kinds) -> bool:
@@ -244,6 +279,21 @@ class Builder:
         region = Region(self.region_names.fresh(f"{_hint(stmts)}_L{stmts[0].origin.first}"), stmts, [], [], origin)
         self.regions.append(region)
         return region
+
+
+def _lowered_writes(nodes: list) -> set[str]:
+    """Every name a lowered statement tree may write."""
+    written: set[str] = set()
+    for node in nodes:
+        if isinstance(node, Stmt):
+            written.update(reads_writes(node.node)[1])
+        elif isinstance(node, IfNode):
+            written |= _lowered_writes(node.body) | _lowered_writes(node.orelse)
+        elif isinstance(node, LoopNode):
+            written |= _lowered_writes(node.body)
+            if node.target is not None:
+                written.update(_target_names(node.target))
+    return written
 
 
 def _equality_facts(test, kinds: Kinds) -> dict[str, cst.BaseExpression]:

@@ -18,11 +18,13 @@ def _ordered(names, keep) -> list[str]:
 
 
 def _region_rw(region, variables) -> tuple[list[str], list[str]]:
-    exposed, written = [], []
+    exposed, written, local = [], [], set()
     for stmt in region.stmts:
         reads, writes = reads_writes(stmt.node)
-        exposed.extend(r for r in reads if r not in written)
-        written.extend(writes)
+        exposed.extend(r for r in reads if r not in local)
+        local.update(writes)
+        if stmt.kind != "remat":  # a recomputed shape is local to the region; the host has its own
+            written.extend(writes)
     return _ordered(exposed, variables), _ordered(written, variables)
 
 

@@ -109,3 +109,10 @@ def test_declared_dynamic_batch_serves_every_size(converted):
                 expected = result.spec.model(x).numpy()
             np.testing.assert_allclose(net(x.detach().numpy()), expected, atol=1e-5)
     assert sorted(os.listdir(os.path.join(result.out, "regions"))) == files  # nothing recompiled
+
+
+@pytest.mark.parametrize("name", CONSTRUCTS)
+def test_construct_tvm(converted, name):
+    result = converted(os.path.join(MODELS, f"{name}.py"), backend="tvm", check=20)
+    assert result.check.passed, result.check.failure
+    assert result.check.eta == 0 and result.check.delta <= 1e-4

@@ -123,3 +123,52 @@ def test_inputs_sharing_a_symbol_must_agree(tmp_path):
     with pytest.raises(dycl.InputError) as info:
         net(x, x[:2])
     assert str(info.value) == "input 'y': dim 0 ('batch') is 2, but 'batch' is 3 in input 'x' dim 0"
+
+
+def test_tvm_package_runs_without_torch_at_several_sizes(converted, tmp_path):
+    import torch
+
+    from conftest import ZOO
+    from dycl.convert import _forward_params
+    from dycl.modelfile import resized_inputs
+
+    result = converted(os.path.join(ZOO, "seq_classifier.py"), backend="tvm", check=20)
+    spec = result.spec
+    params = _forward_params(spec.model)
+    cases = []
+    for batch, time in [(1, 5), (2, 12), (3, 20), (5, 7)]:
+        inputs = resized_inputs(spec.sample_inputs(3)[batch % 3], params, spec.dynamic, "batch", batch)
+        inputs = resized_inputs(inputs, params, spec.dynamic, "time", time)
+        with torch.no_grad():
+            expected = spec.model(*inputs).numpy()
+        np.save(tmp_path / f"x{len(cases)}.npy", inputs[0].numpy())
+        cases.append(expected)
+    code = f"""
+import numpy as np, dycl
+net = dycl.load({result.out!r})
+assert net.manifest["backend"] == "tvm"
+for k in range({len(cases)}):
+    np.save({str(tmp_path)!r} + f"/y{{k}}.npy", net(np.load({str(tmp_path)!r} + f"/x{{k}}.npy")))
+"""
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for k, expected in enumerate(cases):
+        np.testing.assert_allclose(np.load(tmp_path / f"y{k}.npy"), expected, atol=1e-4)
+
+
+def test_tvm_package_for_another_cpu_is_refused(converted, tmp_path):
+    import shutil
+
+    import dycl
+    from dycl.backends.tvm import TargetMismatch
+
+    from conftest import ZOO
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(converted(os.path.join(ZOO, "moe.py"), backend="tvm", check=5).out, pkg)
+    manifest = json.loads((pkg / "manifest.json").read_text())
+    manifest["target"]["mcpu"] = "some-other-cpu"
+    (pkg / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(TargetMismatch) as info:
+        dycl.load(str(pkg))
+    assert str(info.value).startswith("this package was compiled by TVM for CPU 'some-other-cpu'")

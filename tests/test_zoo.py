@@ -31,3 +31,10 @@ def test_zoo_model_converts_and_matches(converted, name):
 def test_zoo_model_torch_backend(converted, name):
     result = converted(os.path.join(ZOO, f"{name}.py"), backend="torch", check=20)
     assert result.check.passed and result.check.delta <= 1e-5
+
+
+@pytest.mark.parametrize("name", ZOO_MODELS)
+def test_zoo_model_tvm(converted, name):
+    result = converted(os.path.join(ZOO, f"{name}.py"), backend="tvm", check=50)
+    assert result.check.passed, result.check.failure
+    assert result.check.eta == 0 and result.check.delta <= 1e-4

@@ -92,7 +92,7 @@ class CompiledModel:
                 first, other, other_axis = symbols[want]
                 raise InputError(f"input '{name}': dim {axis} ('{want}') is {got}, but '{want}' is {first} "
                                  f"in input '{other}' dim {other_axis}")
-        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+        return value if value.flags.c_contiguous else value.copy(order="C")  # keeps rank 0
 
     def __repr__(self) -> str:
         m = self.manifest
@@ -117,16 +117,20 @@ def load(path: str, threads: int = 1, verify: bool = True) -> CompiledModel:
                 raise PackageError(f"{path}: missing {rel}")
             if _sha256(full) != digest:
                 raise PackageError(f"{path}: {rel} was modified after conversion (hash mismatch)")
-    backend = get_backend(manifest["backend"], threads=threads)
-    backend.check_target(manifest.get("target"))
+    backends = {}
     loaded: dict[str, object] = {}
     regions = {}
     for meta in manifest["regions"]:
         artifact = meta["artifact"]
+        name = meta.get("backend", manifest["backend"])
+        if name not in backends:
+            backends[name] = get_backend(name, threads=threads)
+            if name == manifest["backend"]:
+                backends[name].check_target(manifest.get("target"))
         if artifact is None:
             loaded[artifact] = None
         elif artifact not in loaded:
-            loaded[artifact] = backend.load(os.path.join(path, artifact), path)
+            loaded[artifact] = backends[name].load(os.path.join(path, artifact), path)
         regions[meta["name"]] = RegionCallable(meta, loaded[artifact])
     host = _import_host(os.path.join(path, "host.py"))
     return CompiledModel(path, manifest, host, regions)
