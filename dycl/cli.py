@@ -107,6 +107,50 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
 
 
 @main.command()
+@click.argument("model_file", type=click.Path(dir_okay=False))
+@click.option("--dot", "dot_path", type=click.Path(dir_okay=False), help="Where to write the DOT graph "
+              "(default: MODEL.dot beside the current directory's files).")
+@click.option("--model", "model_ref", metavar="MODULE:CALLABLE", help="Factory for files without get_model().")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=DTYPE[DIMS]", help="Example input.")
+def inspect(model_file, dot_path, model_ref, inputs) -> None:
+    """Show how MODEL_FILE splits into host decisions and regions, before compiling anything."""
+    import os
+    import shutil
+    import subprocess
+
+    from rewrite import ConversionError, rewrite_model
+
+    from .modelfile import ModelFileError, load_model_file
+    from .picture import program_dot, program_tree
+
+    try:
+        spec = load_model_file(model_file, model_ref, list(inputs) or None)
+        program = rewrite_model(spec.model, spec.inputs)
+    except ModelFileError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except ConversionError as exc:
+        click.echo(exc.format(), err=True)
+        sys.exit(2)
+    console = Console()
+    console.print(program_tree(program, model_file))
+    classes = {}
+    for d in program.decisions:
+        classes[d.dclass] = classes.get(d.dclass, 0) + 1
+    console.print(f"{len(program.regions)} regions, {len(program.loops)} host loops, decisions: "
+                  + ", ".join(f"{n} {c}" for c, n in sorted(classes.items()))
+                  + f", {program.static_decisions} static (folded)")
+    dot_path = dot_path or f"{os.path.splitext(os.path.basename(model_file))[0]}.dot"
+    with open(dot_path, "w", encoding="utf-8") as fh:
+        fh.write(program_dot(program))
+    console.print(f"control-flow graph: {dot_path}")
+    if shutil.which("dot"):
+        svg = os.path.splitext(dot_path)[0] + ".svg"
+        subprocess.run(["dot", "-Tsvg", dot_path, "-o", svg], check=True)
+        console.print(f"rendered: {svg}")
+
+
+@main.command()
 @click.argument("package", type=click.Path(exists=True, file_okay=False))
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,

@@ -24,7 +24,7 @@ from .explore import explore
 from .dims import name_dims
 from .export import export_region, torch_region_info, verify_region
 from .modelfile import ModelFileError, load_model_file, resized_inputs
-from .package import write_manifest, write_report
+from .package import write_manifest, write_picture, write_report
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS"]
 
@@ -257,6 +257,7 @@ def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
     shutil.rmtree(os.path.join(st.workdir, ".scratch"), ignore_errors=True)
     if opts.backend != "torch":
         os.remove(os.path.join(st.workdir, "regions_torch.py"))
+    write_picture(st.workdir, st.program)
     write_manifest(st.workdir, st, opts.make_backend(), __version__)
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 import json
 import os
 
+from .picture import program_dot, tree_text
 from .runtime.model import _sha256
 
-__all__ = ["write_manifest", "write_report"]
+__all__ = ["write_manifest", "write_report", "write_picture", "summary"]
 
 
 def _signature(spec, exploration) -> list[dict]:
@@ -29,6 +30,19 @@ def _params(spec) -> list[str]:
     return list(inspect.signature(spec.model.forward).parameters)
 
 
+def write_picture(workdir: str, program) -> None:
+    """cfg.dot (and cfg.svg where Graphviz is installed) beside host.py."""
+    import shutil
+    import subprocess
+
+    dot = os.path.join(workdir, "cfg.dot")
+    with open(dot, "w", encoding="utf-8") as fh:
+        fh.write(program_dot(program))
+    if shutil.which("dot"):
+        subprocess.run(["dot", "-Tsvg", dot, "-o", os.path.join(workdir, "cfg.svg")], check=False,
+                       capture_output=True)
+
+
 def write_manifest(workdir: str, st, backend, version: str) -> None:
     program = st.program
     files = {}
@@ -36,7 +50,7 @@ def write_manifest(workdir: str, st, backend, version: str) -> None:
         for name in sorted(names):
             full = os.path.join(root, name)
             rel = os.path.relpath(full, workdir).replace(os.sep, "/")
-            if rel not in ("manifest.json", "report.md", "report.json"):
+            if rel not in ("manifest.json", "report.md", "report.json", "cfg.svg"):
                 files[rel] = _sha256(full)
     manifest = {
         "format": 1,
@@ -108,6 +122,9 @@ def write_report(workdir: str, st) -> None:
     if info["fallbacks"]:
         lines += ["## Regions on onnxruntime instead of TVM", ""]
         lines += [f"- {f}" for f in info["fallbacks"]] + [""]
+    lines += ["## Host program", "", "Decisions and loops run in `host.py`; regions are compiled. The same graph "
+              "is in `cfg.dot`" + (" (rendered: `cfg.svg`)." if os.path.exists(os.path.join(workdir, "cfg.svg")) else "."),
+              "", "```", tree_text(program, os.path.basename(st.spec.path)).rstrip(), "```", ""]
     lines += ["## Regions", "", "| region | source | inputs | outputs | calls in exploration |", "|---|---|---|---|---:|"]
     for r in program.regions:
         rec = st.exploration.records[r.name] if st.exploration else None

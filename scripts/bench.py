@@ -54,13 +54,19 @@ def _median_time(fn, args, repeat: int) -> float:
     return statistics.median(times)
 
 
-def bench_model(path: str, workdir: str, n_inputs: int, repeat: int) -> dict:
+def bench_model(path: str, workdir: str, n_inputs: int, repeat: int, tvm: bool) -> dict:
     name = os.path.splitext(os.path.basename(path))[0]
     start = time.perf_counter()
     result = convert(ConvertOptions(path, os.path.join(workdir, name), check=n_inputs))
     convert_s = time.perf_counter() - start
     model = result.spec.model
     net = dycl.load(result.out, threads=1)
+    tvm_net = tvm_convert_s = None
+    if tvm:
+        start = time.perf_counter()
+        tvm_result = convert(ConvertOptions(path, os.path.join(workdir, f"{name}-tvm"), backend="tvm", check=n_inputs))
+        tvm_convert_s = time.perf_counter() - start
+        tvm_net = dycl.load(tvm_result.out, threads=1)
     counter = _count_calls(net)
     inputs = result.spec.sample_inputs(n_inputs)
     np_inputs = [tuple(to_numpy(v) for v in inp) for inp in inputs]
@@ -69,16 +75,24 @@ def bench_model(path: str, workdir: str, n_inputs: int, repeat: int) -> dict:
         counter[0] = 0
         net(*args)
         calls.append(counter[0])
-    eager, converted = [], []
+    eager, converted, tvm_times = [], [], []
     with torch.no_grad():
         for inp, args in zip(inputs, np_inputs):
-            for _ in range(3):  # warm-up, both sides
+            for _ in range(3):  # warm-up, every side
                 model(*inp)
                 net(*args)
+                if tvm_net is not None:
+                    tvm_net(*args)
             eager.append(_median_time(model, inp, repeat))
             converted.append(_median_time(net, args, repeat))
+            if tvm_net is not None:
+                tvm_times.append(_median_time(tvm_net, args, repeat))
     e, c = statistics.median(eager), statistics.median(converted)
+    t = statistics.median(tvm_times) if tvm_times else None
     return {
+        "tvm_ms": t * 1e3 if t else None,
+        "tvm_speedup": e / t if t else None,
+        "tvm_convert_s": tvm_convert_s,
         "model": name,
         "eager_ms": e * 1e3,
         "dycl_ms": c * 1e3,
@@ -137,6 +151,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15, help="timed runs per input")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--no-dynamic", action="store_true", help="skip the per-size dynamic-shape table")
+    parser.add_argument("--no-tvm", action="store_true", help="skip the TVM backend column")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -145,17 +160,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dycl-bench-") as workdir:
         for name in names:
             path = os.path.join(args.zoo, f"{name}.py")
-            rows.append(bench_model(path, workdir, args.inputs, args.repeat))
+            rows.append(bench_model(path, workdir, args.inputs, args.repeat, not args.no_tvm))
             r = rows[-1]
             print(f"  {r['model']}: eager {r['eager_ms']:.3f} ms, dycl {r['dycl_ms']:.3f} ms", file=sys.stderr)
             if not args.no_dynamic:
                 dynamic_rows.extend(bench_dynamic(path, workdir, min(args.inputs, 10), args.repeat))
-    print("| model | eager (ms) | dycl onnxruntime (ms) | speed-up | backend calls / inference (median, max) "
-          "| regions | paths | convert (s) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | eager (ms) | dycl onnxruntime (ms) | speed-up | dycl TVM untuned (ms) | speed-up | "
+          "backend calls / inference (median, max) | regions | paths | convert ort / tvm (s) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['model']} | {r['eager_ms']:.3f} | {r['dycl_ms']:.3f} | {r['speedup']:.2f}x | "
-              f"{r['calls_median']:g}, {r['calls_max']} | {r['regions']} | {r['paths']} | {r['convert_s']:.1f} |")
+        tvm_ms = f"{r['tvm_ms']:.3f} | {r['tvm_speedup']:.2f}x" if r["tvm_ms"] else "– | –"
+        tvm_s = f"{r['tvm_convert_s']:.1f}" if r["tvm_convert_s"] else "–"
+        print(f"| {r['model']} | {r['eager_ms']:.3f} | {r['dycl_ms']:.3f} | {r['speedup']:.2f}x | {tvm_ms} | "
+              f"{r['calls_median']:g}, {r['calls_max']} | {r['regions']} | {r['paths']} | "
+              f"{r['convert_s']:.1f} / {tvm_s} |")
     geo = statistics.geometric_mean([r["speedup"] for r in rows])
     print(f"\nGeomean speed-up over eager: {geo:.2f}x (single thread, medians over {args.inputs} inputs "
           f"x {args.repeat} runs)")

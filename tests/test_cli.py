@@ -19,7 +19,7 @@ def test_convert_prints_summary_and_writes_package(tmp_path):
     for stage in ("Rewriting forward", "Exploring shapes and paths", "Checking against the original model"):
         assert stage in proc.stderr
     assert "regions" in proc.stdout and "paths covered" in proc.stdout and "pass: δ =" in proc.stdout
-    assert sorted(os.listdir(out)) == ["host.py", "manifest.json", "regions", "report.json", "report.md"]
+    assert {"host.py", "manifest.json", "regions", "report.json", "report.md", "cfg.dot"} <= set(os.listdir(out))
     report = json.loads((out / "report.json").read_text())
     assert report["check"]["samples"] == 30 and report["check"]["eta"] == 0 and report["check"]["paths"] >= 2
 
@@ -65,3 +65,28 @@ def test_run_command(converted):
     proc = dycl("run", result.out, "--repeat", "2")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("float32[1, 4]") == 2
+
+
+def test_inspect_prints_the_tree_and_writes_dot(tmp_path):
+    import shutil
+
+    import pydot
+
+    dot = tmp_path / "sdn.dot"
+    proc = dycl("inspect", os.path.join(ROOT, "models_zoo", "sdn.py"), "--dot", str(dot))
+    assert proc.returncode == 0, proc.stderr
+    assert "SDN.forward(x)" in proc.stdout or ".forward(x)" in proc.stdout
+    assert "value-determined" in proc.stdout and "region " in proc.stdout
+    (graph,) = pydot.graph_from_dot_data(dot.read_text())
+    labels = " ".join(n.get_label() or "" for n in graph.get_nodes())
+    assert "(value)" in labels and "forward" in labels
+    if shutil.which("dot"):
+        svg = tmp_path / "sdn.svg"
+        assert svg.exists() and svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_package_report_shows_the_host_tree(converted):
+    result = converted(os.path.join(MODELS, "golden_gated.py"), check=5)
+    report = open(os.path.join(result.out, "report.md")).read()
+    assert "## Host program" in report and "if g.item() > 0.5" in report
+    assert os.path.exists(os.path.join(result.out, "cfg.dot"))
