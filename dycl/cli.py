@@ -1,6 +1,7 @@
 """The `dycl` command line."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -104,6 +105,65 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
     table.add_row("time", f"{seconds:.1f} s")
     table.add_row("package", out)
     console.print(table)
+
+
+@main.command()
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Folder for the packages.")
+@click.option("--backend", type=click.Choice(["onnxruntime", "tvm", "torch"]), default="onnxruntime",
+              show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Models converted at once.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+              help="Seconds before a model's worker is stopped.")
+@click.option("--check", "check_n", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Sample inputs each package is checked on.")
+@click.option("--force", is_flag=True, help="Convert every model, even unchanged ones.")
+def zoo(folder, out, backend, jobs, timeout, check_n, force) -> None:
+    """Convert every model file in FOLDER into OUT/<model>, with a report."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .zoo import ZooOptions, model_files, run_zoo, write_report
+
+    opts = ZooOptions(folder, out, backend, jobs, timeout, force, check_n)
+    files = model_files(folder)
+    if not files:
+        raise click.UsageError(f"no model files (defining get_model) in {folder}")
+    console = Console(stderr=True)
+    start = time.perf_counter()
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        task = progress.add_task("converting", total=len(files))
+
+        def on_event(kind: str, name: str, row) -> None:
+            if kind == "start":
+                progress.update(task, description=f"converting {name}")
+                return
+            style = "green" if row["status"] == "ok" else "red"
+            detail = row.get("error", "") if row["status"] != "ok" else \
+                f"{row['regions']} regions, δ = {row['delta']:.2g}, η = {row['eta']}, {row['seconds']:.1f} s"
+            status = f"{row['status']} (cached)" if row.get("cached") else row["status"]
+            progress.console.print(f"  [{style}]{status:>20}[/] {name}: {detail}")
+            progress.advance(task)
+
+        rows = run_zoo(opts, on_event)
+    write_report(out, rows)
+    table = Table(title=f"dycl zoo: {len(rows)} models in {time.perf_counter() - start:.1f} s", title_justify="left")
+    for col in ("model", "status", "regions", "paths", "δ", "η", "convert s", "speed-up"):
+        table.add_column(col)
+    for r in rows:
+        good = r["status"] == "ok"
+        status = r["status"] + (" (cached)" if r.get("cached") else "")
+        table.add_row(r["model"], status if good else f"[red]{status}[/]",
+                      str(r.get("regions", "")), str(r.get("paths", "")),
+                      f"{r['delta']:.2g}" if good else "", str(r.get("eta", "")), f"{r.get('seconds', 0):.1f}",
+                      f"{r['eager_ms'] / r['dycl_ms']:.2f}x" if good and r.get("dycl_ms") else "")
+    Console().print(table)
+    for r in rows:
+        if r["status"] != "ok":
+            console.print(f"[red]{r['model']}[/]: {r.get('error', '')}")
+    console.print(f"report: {os.path.join(out, 'report.md')}")
+    if any(r["status"] != "ok" for r in rows):
+        sys.exit(1)
 
 
 @main.command()
