@@ -1,13 +1,18 @@
 #!/usr/bin/env python
-"""Benchmark converted zoo models against eager PyTorch, single-threaded, medians.
+"""Benchmark converted zoo models against eager PyTorch and its peers: single thread, medians, one run.
 
-    python scripts/bench.py                      # every zoo model
-    python scripts/bench.py --models skipnet moe --repeat 20 --json out.json
+    python scripts/bench.py                          # every zoo model, every column
+    python scripts/bench.py --models skipnet moe --no-compile --out build/bench
 
-For each model: converts it (onnxruntime), then times eager and the converted
-package on the same sample inputs (several paths), interleaved so both see
-the same machine load. Reports median latency, the speed-up ratio, and the
-backend calls one inference costs (median and max over the inputs).
+Per zoo model, on the same sample inputs (several paths), interleaved so every
+side sees the same machine load: eager PyTorch; torch.compile (inductor);
+TorchScript → ONNX → onnxruntime where it exports; dycl with onnxruntime; dycl
+with TVM (untuned); and the oracle (the exact path of each input as one
+onnxruntime graph). Reports latency ratios, backend calls per inference, host
+overhead (dycl ÷ oracle − 1), conversion time and peak memory of a production
+process against an eager one. With declared dynamic dims, a second table
+compares the dynamic package with packages converted for one size each.
+Writes Markdown, JSON and a bar chart (PNG) to --out.
 """
 from __future__ import annotations
 
@@ -20,29 +25,15 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path[:0] = [ROOT, os.path.join(ROOT, "scripts")]
 
 import torch  # noqa: E402
 
 import dycl  # noqa: E402
+import peers  # noqa: E402
 from dycl.convert import ConvertOptions, convert  # noqa: E402
 from dycl.explore import to_numpy  # noqa: E402
 from dycl.modelfile import resized_inputs  # noqa: E402
-
-
-def _count_calls(net) -> list[int]:
-    counter = [0]
-    for region in vars(net.regions).values():
-        if region.fn is None:
-            continue
-        fn = region.fn
-
-        def counted(arrays, fn=fn):
-            counter[0] += 1
-            return fn(arrays)
-
-        region.fn = counted
-    return counter
 
 
 def _median_time(fn, args, repeat: int) -> float:
@@ -54,55 +45,85 @@ def _median_time(fn, args, repeat: int) -> float:
     return statistics.median(times)
 
 
-def bench_model(path: str, workdir: str, n_inputs: int, repeat: int, tvm: bool) -> dict:
-    name = os.path.splitext(os.path.basename(path))[0]
+def _count_calls(net) -> list[int]:
+    counter = [0]
+    for region in vars(net.regions).values():
+        if region.fn is None:
+            continue
+
+        def counted(arrays, fn=region.fn):
+            counter[0] += 1
+            return fn(arrays)
+
+        region.fn = counted
+    return counter
+
+
+def _convert(path: str, out: str, n_inputs: int, backend: str = "onnxruntime"):
     start = time.perf_counter()
-    result = convert(ConvertOptions(path, os.path.join(workdir, name), check=n_inputs))
-    convert_s = time.perf_counter() - start
-    model = result.spec.model
+    result = convert(ConvertOptions(path, out, backend=backend, check=n_inputs))
+    return result, time.perf_counter() - start
+
+
+def bench_model(path: str, workdir: str, args) -> dict:
+    name = os.path.splitext(os.path.basename(path))[0]
+    print(f"  {name}: converting", file=sys.stderr)
+    result, convert_s = _convert(path, os.path.join(workdir, name), args.inputs)
+    model, spec = result.spec.model, result.spec
     net = dycl.load(result.out, threads=1)
-    tvm_net = tvm_convert_s = None
-    if tvm:
-        start = time.perf_counter()
-        tvm_result = convert(ConvertOptions(path, os.path.join(workdir, f"{name}-tvm"), backend="tvm", check=n_inputs))
-        tvm_convert_s = time.perf_counter() - start
-        tvm_net = dycl.load(tvm_result.out, threads=1)
-    counter = _count_calls(net)
-    inputs = result.spec.sample_inputs(n_inputs)
+    inputs = spec.sample_inputs(args.inputs)
     np_inputs = [tuple(to_numpy(v) for v in inp) for inp in inputs]
+    row = {"model": name, "regions": len(result.program.regions), "paths": result.check.paths,
+           "convert_s": convert_s}
+
+    # Who runs what: each side is a zero-argument callable per input.
+    sides = {"eager": [lambda inp=inp: model(*inp) for inp in inputs],
+             "dycl_ort": [lambda a=a: net(*a) for a in np_inputs]}
+    oracle = peers.Oracle(model)
+    paths = [peers.path_of(net, a) for a in np_inputs]
+    oracle_runs = [oracle.runner(p, inp) for p, inp in zip(paths, inputs)]
+    if all(oracle_runs):
+        sides["oracle"] = oracle_runs
+    row["oracle_graphs"] = len(oracle.sessions)
+    if not args.no_tvm:
+        tvm_result, row["tvm_convert_s"] = _convert(path, os.path.join(workdir, f"{name}-tvm"), args.inputs, "tvm")
+        tvm_net = dycl.load(tvm_result.out, threads=1)
+        sides["dycl_tvm"] = [lambda a=a: tvm_net(*a) for a in np_inputs]
+    ts_sess, row["torchscript_error"] = peers.torchscript_session(model, inputs[0])
+    if ts_sess is not None:
+        feeds = [{i.name: v.numpy() for i, v in zip(ts_sess.get_inputs(), inp)} for inp in inputs]
+        sides["torchscript_ort"] = [lambda f=f: ts_sess.run(None, f) for f in feeds]
+    if not args.no_compile:
+        compiled = peers.compiled_model(model)
+        with torch.no_grad():
+            row["compile_first_s"] = peers.first_call_seconds(compiled, inputs[0])
+            for inp in inputs[1:]:  # recompiles for new paths happen here, not in the timing
+                compiled(*inp)
+        sides["torch_compile"] = [lambda inp=inp: compiled(*inp) for inp in inputs]
+
+    counter = _count_calls(net)
     calls = []
-    for args in np_inputs:
+    for a in np_inputs:
         counter[0] = 0
-        net(*args)
+        net(*a)
         calls.append(counter[0])
-    eager, converted, tvm_times = [], [], []
+    row["calls_median"], row["calls_max"] = statistics.median(calls), max(calls)
+
+    times = {side: [] for side in sides}
     with torch.no_grad():
-        for inp, args in zip(inputs, np_inputs):
-            for _ in range(3):  # warm-up, every side
-                model(*inp)
-                net(*args)
-                if tvm_net is not None:
-                    tvm_net(*args)
-            eager.append(_median_time(model, inp, repeat))
-            converted.append(_median_time(net, args, repeat))
-            if tvm_net is not None:
-                tvm_times.append(_median_time(tvm_net, args, repeat))
-    e, c = statistics.median(eager), statistics.median(converted)
-    t = statistics.median(tvm_times) if tvm_times else None
-    return {
-        "tvm_ms": t * 1e3 if t else None,
-        "tvm_speedup": e / t if t else None,
-        "tvm_convert_s": tvm_convert_s,
-        "model": name,
-        "eager_ms": e * 1e3,
-        "dycl_ms": c * 1e3,
-        "speedup": e / c,
-        "calls_median": statistics.median(calls),
-        "calls_max": max(calls),
-        "regions": len(result.program.regions),
-        "paths": result.check.paths,
-        "convert_s": convert_s,
-    }
+        for k in range(len(inputs)):
+            for side, fns in sides.items():
+                for _ in range(3):
+                    fns[k]()
+            for side, fns in sides.items():
+                times[side].append(_median_time(fns[k], (), args.repeat))
+    for side, ts in times.items():
+        row[f"{side}_ms"] = statistics.median(ts) * 1e3
+    if "oracle_ms" in row:
+        row["host_overhead"] = row["dycl_ort_ms"] / row["oracle_ms"] - 1
+    if not args.no_memory:
+        row["prod_mb"], row["eager_mb"] = peers.peak_memory_mb(path, result.out, np_inputs[:5])
+    return row
 
 
 def _sizes(base: int) -> list[int]:
@@ -111,10 +132,10 @@ def _sizes(base: int) -> list[int]:
 
 def bench_dynamic(path: str, workdir: str, n_inputs: int, repeat: int) -> list[dict]:
     """Per size of each declared symbol: the dynamic package vs one converted for that size only."""
-    from dycl.convert import _fix_sizes, _forward_params, symbol_sizes
+    from dycl.convert import _forward_params, symbol_sizes
 
     name = os.path.splitext(os.path.basename(path))[0]
-    dyn = convert(ConvertOptions(path, os.path.join(workdir, f"{name}-dynamic"), check=n_inputs))
+    dyn, _ = _convert(path, os.path.join(workdir, f"{name}-dynamic"), n_inputs)
     if not dyn.spec.dynamic:
         return []
     net = dycl.load(dyn.out, threads=1)
@@ -125,22 +146,78 @@ def bench_dynamic(path: str, workdir: str, n_inputs: int, repeat: int) -> list[d
             opts = ConvertOptions(path, os.path.join(workdir, f"{name}-{symbol}{size}"), check=n_inputs)
             opts.fixed_sizes = {symbol: size}
             static = dycl.load(convert(opts).out, threads=1)
-            spec = dyn.spec
-            inputs = [tuple(to_numpy(v) for v in resized)
-                      for resized in (resized_inputs(s, params, spec.dynamic, symbol, size)
-                                      for s in spec.sample_inputs(n_inputs))]
+            inputs = [tuple(to_numpy(v) for v in resized_inputs(s, params, dyn.spec.dynamic, symbol, size))
+                      for s in dyn.spec.sample_inputs(n_inputs)]
             d_times, s_times = [], []
-            for args in inputs:
+            for a in inputs:
                 for _ in range(3):
-                    net(*args)
-                    static(*args)
-                d_times.append(_median_time(net, args, repeat))
-                s_times.append(_median_time(static, args, repeat))
+                    net(*a)
+                    static(*a)
+                d_times.append(_median_time(net, a, repeat))
+                s_times.append(_median_time(static, a, repeat))
             d, st = statistics.median(d_times), statistics.median(s_times)
             rows.append({"model": name, "symbol": symbol, "size": size, "dynamic_ms": d * 1e3,
                          "static_ms": st * 1e3, "ratio": d / st})
-            print(f"  {name} {symbol}={size}: dynamic {d * 1e3:.3f} ms, one-size {st * 1e3:.3f} ms", file=sys.stderr)
     return rows
+
+
+def _ratio(row, side):
+    ms = row.get(f"{side}_ms")
+    return f"{row['eager_ms'] / ms:.2f}x" if ms else "–"
+
+
+def markdown(rows: list[dict], dynamic_rows: list[dict], args) -> str:
+    lines = ["| model | eager (ms) | dycl ort (ms) | vs eager | oracle | host overhead | torch.compile | "
+             "TorchScript→ORT | dycl TVM | backend calls (median, max) | regions | convert ort / tvm (s) | "
+             "peak MB prod / eager |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        overhead = f"{100 * r['host_overhead']:+.0f}%" if "host_overhead" in r else "–"
+        ts = _ratio(r, "torchscript_ort") if r.get("torchscript_ort_ms") else "fails"
+        mem = f"{r['prod_mb']:.0f} / {r['eager_mb']:.0f}" if "prod_mb" in r else "–"
+        tvm_s = f"{r['tvm_convert_s']:.1f}" if "tvm_convert_s" in r else "–"
+        lines.append(f"| {r['model']} | {r['eager_ms']:.3f} | {r['dycl_ort_ms']:.3f} | {_ratio(r, 'dycl_ort')} | "
+                     f"{_ratio(r, 'oracle')} | {overhead} | {_ratio(r, 'torch_compile')} | {ts} | "
+                     f"{_ratio(r, 'dycl_tvm')} | {r['calls_median']:g}, {r['calls_max']} | {r['regions']} | "
+                     f"{r['convert_s']:.1f} / {tvm_s} | {mem} |")
+    geo = statistics.geometric_mean([r["eager_ms"] / r["dycl_ort_ms"] for r in rows])
+    lines += ["", f"Ratios are speed-ups over eager (higher is faster). Geomean dycl (onnxruntime) over eager: "
+                  f"{geo:.2f}x. Single thread, medians over {args.inputs} inputs x {args.repeat} runs, one run."]
+    failures = [f"- {r['model']}: TorchScript→ONNX {r['torchscript_error']}" for r in rows if r.get("torchscript_error")]
+    if failures:
+        lines += ["", *failures]
+    if dynamic_rows:
+        lines += ["", "| model | dim | size | dynamic package (ms) | converted for this size only (ms) | ratio |",
+                  "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['model']} | {r['symbol']} | {r['size']} | {r['dynamic_ms']:.3f} | {r['static_ms']:.3f} | "
+                  f"{r['ratio']:.2f} |" for r in dynamic_rows]
+        ratios = [r["ratio"] for r in dynamic_rows]
+        lines += ["", f"Dynamic package vs one-size packages: median {statistics.median(ratios):.2f}, "
+                      f"worst {max(ratios):.2f}."]
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sides = [("dycl_ort", "dycl (onnxruntime)"), ("oracle", "oracle (path as one graph)"),
+             ("torch_compile", "torch.compile"), ("torchscript_ort", "TorchScript→ORT"), ("dycl_tvm", "dycl (TVM)")]
+    sides = [(s, label) for s, label in sides if any(r.get(f"{s}_ms") for r in rows)]
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows)), 4))
+    width = 0.8 / len(sides)
+    for k, (side, label) in enumerate(sides):
+        values = [r["eager_ms"] / r[f"{side}_ms"] if r.get(f"{side}_ms") else 0 for r in rows]
+        ax.bar([i + k * width for i in range(len(rows))], values, width, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([i + width * (len(sides) - 1) / 2 for i in range(len(rows))])
+    ax.set_xticklabels([r["model"] for r in rows], rotation=30, ha="right")
+    ax.set_ylabel("speed-up over eager PyTorch")
+    ax.set_title("Single-thread latency, medians")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main() -> None:
@@ -149,9 +226,11 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", help="zoo model names (default: all)")
     parser.add_argument("--inputs", type=int, default=20, help="sample inputs per model")
     parser.add_argument("--repeat", type=int, default=15, help="timed runs per input")
-    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--out", default=os.path.join(ROOT, "build", "bench"), help="where bench.md/.json/.png go")
+    parser.add_argument("--no-tvm", action="store_true", help="skip dycl with TVM")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow first compiles)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     parser.add_argument("--no-dynamic", action="store_true", help="skip the per-size dynamic-shape table")
-    parser.add_argument("--no-tvm", action="store_true", help="skip the TVM backend column")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -160,35 +239,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dycl-bench-") as workdir:
         for name in names:
             path = os.path.join(args.zoo, f"{name}.py")
-            rows.append(bench_model(path, workdir, args.inputs, args.repeat, not args.no_tvm))
-            r = rows[-1]
-            print(f"  {r['model']}: eager {r['eager_ms']:.3f} ms, dycl {r['dycl_ms']:.3f} ms", file=sys.stderr)
+            rows.append(bench_model(path, workdir, args))
             if not args.no_dynamic:
                 dynamic_rows.extend(bench_dynamic(path, workdir, min(args.inputs, 10), args.repeat))
-    print("| model | eager (ms) | dycl onnxruntime (ms) | speed-up | dycl TVM untuned (ms) | speed-up | "
-          "backend calls / inference (median, max) | regions | paths | convert ort / tvm (s) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        tvm_ms = f"{r['tvm_ms']:.3f} | {r['tvm_speedup']:.2f}x" if r["tvm_ms"] else "– | –"
-        tvm_s = f"{r['tvm_convert_s']:.1f}" if r["tvm_convert_s"] else "–"
-        print(f"| {r['model']} | {r['eager_ms']:.3f} | {r['dycl_ms']:.3f} | {r['speedup']:.2f}x | {tvm_ms} | "
-              f"{r['calls_median']:g}, {r['calls_max']} | {r['regions']} | {r['paths']} | "
-              f"{r['convert_s']:.1f} / {tvm_s} |")
-    geo = statistics.geometric_mean([r["speedup"] for r in rows])
-    print(f"\nGeomean speed-up over eager: {geo:.2f}x (single thread, medians over {args.inputs} inputs "
-          f"x {args.repeat} runs)")
-    if dynamic_rows:
-        print("\n| model | dim | size | dynamic package (ms) | converted for this size only (ms) | ratio |")
-        print("|---|---|---:|---:|---:|---:|")
-        for r in dynamic_rows:
-            print(f"| {r['model']} | {r['symbol']} | {r['size']} | {r['dynamic_ms']:.3f} | {r['static_ms']:.3f} | "
-                  f"{r['ratio']:.2f} |")
-        worst = max(r["ratio"] for r in dynamic_rows)
-        print(f"\nDynamic package vs one-size packages: worst ratio {worst:.2f} "
-              f"(median {statistics.median(r['ratio'] for r in dynamic_rows):.2f})")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"rows": rows, "geomean_speedup": geo, "dynamic": dynamic_rows}, fh, indent=1)
+    text = markdown(rows, dynamic_rows, args)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench.md"), "w", encoding="utf-8") as fh:
+        fh.write(text)
+    with open(os.path.join(args.out, "bench.json"), "w", encoding="utf-8") as fh:
+        json.dump({"rows": rows, "dynamic": dynamic_rows, "inputs": args.inputs, "repeat": args.repeat}, fh, indent=1)
+    try:
+        chart(rows, os.path.join(args.out, "speedup.png"))
+    except ImportError:
+        print("matplotlib is not installed: no chart (pip install 'dycl[bench]')", file=sys.stderr)
 
 
 if __name__ == "__main__":

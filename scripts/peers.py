@@ -1,0 +1,185 @@
+"""What bench.py compares dycl with: the oracle, torch.compile, TorchScript → ONNX, memory.
+
+- oracle: the exact path one input takes, traced as one static ONNX graph and
+  run by onnxruntime — the best any split-and-compile approach can do. Inputs
+  that take the same path (the same sequence of region calls) share one graph.
+- torch.compile (inductor) on the original model.
+- TorchScript: torch.jit.script, exported to ONNX with If/Loop in the graph,
+  run by onnxruntime, where that works.
+- peak memory (max RSS) of a production process (load + run, torch blocked)
+  and of an eager process running the same inputs.
+"""
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import onnxruntime as ort
+import torch
+
+__all__ = ["Oracle", "compiled_model", "torchscript_session", "peak_memory_mb", "path_of"]
+
+
+def _session(model_bytes: bytes) -> ort.InferenceSession:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+
+
+def _tensor_leaves(value) -> list:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensor_leaves(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensor_leaves(v)]
+    return []
+
+
+class _Leaves(torch.nn.Module):
+    """The model with its output flattened to tensors (Python ints on the path are constants)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        return tuple(_tensor_leaves(self.model(*inputs)))
+
+
+def path_of(net, args) -> tuple:
+    """The sequence of regions one input runs through in a loaded package."""
+    calls = []
+    for name, region in vars(net.regions).items():
+        fn = region.fn
+        if fn is None or getattr(fn, "_dycl_traced", False):
+            continue
+
+        def traced(arrays, fn=fn, name=name):
+            calls.append(name)
+            return fn(arrays)
+
+        traced._dycl_traced = True
+        region.fn = traced
+    try:
+        net(*args)
+    finally:
+        for region in vars(net.regions).values():
+            if getattr(region.fn, "_dycl_traced", False):
+                region.fn = region.fn.__defaults__[0]
+    return tuple(calls)
+
+
+class Oracle:
+    """One traced onnxruntime graph per distinct path."""
+
+    def __init__(self, model):
+        self.wrapper = _Leaves(model).eval()
+        self.sessions: dict[tuple, ort.InferenceSession | None] = {}
+
+    def session(self, path: tuple, inputs: tuple):
+        if path not in self.sessions:
+            buf = io.BytesIO()
+            try:
+                with warnings.catch_warnings(), torch.no_grad():
+                    warnings.simplefilter("ignore")
+                    torch.onnx.export(self.wrapper, inputs, buf, dynamo=False)
+                self.sessions[path] = _session(buf.getvalue())
+            except Exception as exc:  # noqa: BLE001 - reported as "fails" in the table
+                print(f"    oracle export failed: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
+                self.sessions[path] = None
+        return self.sessions[path]
+
+    def runner(self, path: tuple, inputs: tuple):
+        sess = self.session(path, inputs)
+        if sess is None:
+            return None
+        feeds = {i.name: v.numpy() for i, v in zip(sess.get_inputs(), inputs)}
+        return lambda: sess.run(None, feeds)
+
+
+def compiled_model(model):
+    """torch.compile (inductor); the first call, timed by the caller, compiles."""
+    return torch.compile(model)
+
+
+def torchscript_session(model, inputs: tuple):
+    """TorchScript → ONNX (If/Loop in the graph) → onnxruntime, or the reason it fails."""
+    try:
+        scripted = torch.jit.script(model)
+        buf = io.BytesIO()
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(scripted, inputs, buf, dynamo=False)
+        sess = _session(buf.getvalue())
+        with torch.no_grad():
+            expected = [t.numpy() for t in _tensor_leaves(model(*inputs))]
+        got = sess.run(None, {i.name: v.numpy() for i, v in zip(sess.get_inputs(), inputs)})
+        if len(got) != len(expected) or not all(np.allclose(g, e, atol=1e-4) for g, e in zip(got, expected)):
+            return None, "exports, but gives different outputs"
+        return sess, ""
+    except Exception as exc:  # noqa: BLE001
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
+
+
+_PRODUCTION = """
+import sys
+sys.modules["torch"] = None
+import numpy as np, dycl
+net = dycl.load(sys.argv[1], threads=1)
+data = np.load(sys.argv[2], allow_pickle=True)
+for args in data:
+    net(*args)
+print(peak())
+"""
+
+_EAGER = """
+import sys, importlib.util
+import numpy as np, torch
+torch.set_num_threads(1)
+spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.util.module_from_spec(spec)
+sys.path.insert(0, __import__("os").path.dirname(sys.argv[1])); spec.loader.exec_module(m)
+model = m.get_model()
+data = np.load(sys.argv[2], allow_pickle=True)
+with torch.no_grad():
+    for args in data:
+        model(*[torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args])
+print(peak())
+"""
+
+# VmHWM, not getrusage: Linux carries ru_maxrss across fork+exec, so a child of a
+# large parent would report the parent's size.
+_PEAK = """
+def peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+"""
+
+
+def peak_memory_mb(model_file: str, package: str, np_inputs: list) -> tuple[float, float]:
+    """(production peak MB, eager peak MB), each in a fresh process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "inputs.npy")
+        arr = np.empty(len(np_inputs), dtype=object)
+        arr[:] = [tuple(a) for a in np_inputs]
+        np.save(data, arr, allow_pickle=True)
+        out = []
+        for code, target in ((_PRODUCTION, package), (_EAGER, model_file)):
+            proc = subprocess.run([sys.executable, "-c", _PEAK + code, target, data], capture_output=True, text=True)
+            out.append(int(proc.stdout.strip().splitlines()[-1]) / 1024 if proc.returncode == 0 else float("nan"))
+    return out[0], out[1]
+
+
+def first_call_seconds(fn, args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
