@@ -41,8 +41,11 @@ class ConvertOptions:
         self.fixed_sizes: dict[str, int] = {}  # convert for these sizes of the dynamic symbols only
         self.target: str | None = None  # TVM target (JSON); default: this machine's CPU
 
-    def make_backend(self):
-        return get_backend(self.backend, **({"target": self.target} if self.backend == "tvm" else {}))
+    def make_backend(self, name: str | None = None):
+        name = name or self.backend
+        if name == "auto":
+            return None
+        return get_backend(name, **({"target": self.target} if name == "tvm" else {}))
 
 
 class ConversionResult:
@@ -207,7 +210,8 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
-    backend = opts.make_backend()
+    auto = opts.backend == "auto"
+    backend = opts.make_backend("tvm" if auto else None)
     fallback = get_backend("onnxruntime") if backend.name == "tvm" else None
     os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
     compiled: dict[tuple[str, str], str] = {}  # (backend, ONNX content hash) -> artifact
@@ -234,13 +238,40 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 if fallback is None:
                     raise RuntimeError(f"{backend.name} cannot compile region {region.name} ({origin}): {exc}") from exc
                 reason = (str(exc).strip().splitlines() or [""])[0] or type(exc).__name__
-                st.fallbacks.append(f"{region.name} ({origin}): {reason}")
+                if not auto:
+                    st.fallbacks.append(f"{region.name} ({origin}): {reason}")
                 used = fallback
                 artifact = _compile(fallback, onnx_path, region.name, st.workdir, compiled)
             run = used.load(os.path.join(st.workdir, artifact), st.workdir)
             verify_region(st.spec.model, fn, record, run, info, origin)
+            if auto and used is backend:  # keep whichever compiler runs this region faster
+                other = _compile(fallback, onnx_path, region.name, st.workdir, compiled)
+                other_run = fallback.load(os.path.join(st.workdir, other), st.workdir)
+                example = next(iter(record.examples.values()))
+                feeds = [example[i].numpy() for i in info["graph_inputs"]]
+                if _region_time(other_run, feeds) <= _region_time(run, feeds):
+                    artifact, used = other, fallback
+                    verify_region(st.spec.model, fn, record, other_run, info, origin)
         st.region_meta.append(_region_meta(region, record, info, artifact, origin, used.name))
-    st.artifacts = len({m["artifact"] for m in st.region_meta if m["artifact"]})
+    used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
+    for artifact in set(compiled.values()) - used_artifacts:  # measured by --backend auto, then not kept
+        os.remove(os.path.join(st.workdir, artifact))
+    st.artifacts = len(used_artifacts)
+
+
+def _region_time(run, feeds, repeat: int = 30) -> float:
+    """Median seconds of one call (after warm-up), for choosing a backend per region."""
+    import statistics
+    import time
+
+    for _ in range(3):
+        run(feeds)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run(feeds)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict) -> str:
@@ -258,7 +289,8 @@ def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
     if opts.backend != "torch":
         os.remove(os.path.join(st.workdir, "regions_torch.py"))
     write_picture(st.workdir, st.program)
-    write_manifest(st.workdir, st, opts.make_backend(), __version__)
+    write_manifest(st.workdir, st, opts.backend, opts.make_backend("tvm") if opts.backend in ("tvm", "auto") else None,
+                   __version__)
 
 
 def step_check(opts: ConvertOptions, st: ConversionResult) -> None:

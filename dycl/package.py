@@ -43,7 +43,7 @@ def write_picture(workdir: str, program) -> None:
                        capture_output=True)
 
 
-def write_manifest(workdir: str, st, backend, version: str) -> None:
+def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
     program = st.program
     files = {}
     for root, _, names in os.walk(workdir):
@@ -57,8 +57,8 @@ def write_manifest(workdir: str, st, backend, version: str) -> None:
         "dycl": version,
         "model": program.name,
         "source": st.spec.path,
-        "backend": backend.name,
-        "target": backend.target,
+        "backend": backend,
+        "target": tvm.target if tvm is not None and any(m["backend"] == "tvm" for m in st.region_meta) else None,
         "signature": _signature(st.spec, st.exploration),
         "decisions": [{"id": d.decision, "class": d.dclass, "origin": f"{d.origin.func} {d.origin.lines}"}
                       for d in program.decisions],

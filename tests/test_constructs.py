@@ -116,3 +116,17 @@ def test_construct_tvm(converted, name):
     result = converted(os.path.join(MODELS, f"{name}.py"), backend="tvm", check=20)
     assert result.check.passed, result.check.failure
     assert result.check.eta == 0 and result.check.delta <= 1e-4
+
+
+def test_backend_auto_keeps_one_measured_artifact_per_region(converted):
+    import json
+
+    result = converted(os.path.join(MODELS, "c_elif_chain.py"), backend="auto", check=20)
+    assert result.check.passed and result.check.eta == 0
+    with open(os.path.join(result.out, "manifest.json")) as fh:
+        manifest = json.load(fh)
+    assert manifest["backend"] == "auto"
+    chosen = {r["backend"] for r in manifest["regions"]}
+    assert chosen <= {"onnxruntime", "tvm"}
+    artifacts = {r["artifact"] for r in manifest["regions"] if r["artifact"]}
+    assert sorted(os.listdir(os.path.join(result.out, "regions"))) == sorted(a.split("/")[1] for a in artifacts)

@@ -125,8 +125,7 @@ def load(path: str, threads: int = 1, verify: bool = True) -> CompiledModel:
         name = meta.get("backend", manifest["backend"])
         if name not in backends:
             backends[name] = get_backend(name, threads=threads)
-            if name == manifest["backend"]:
-                backends[name].check_target(manifest.get("target"))
+            backends[name].check_target(manifest.get("target"))
         if artifact is None:
             loaded[artifact] = None
         elif artifact not in loaded:
