@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall
 
 from .comments import comment_lines, first_statement, origin_comment
 

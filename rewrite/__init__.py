@@ -5,7 +5,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-from .build import Builder, reads_writes
+from .build import Builder
 from .cfg import HostStmt, If, Loop, Program, Region, RegionCall
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds
 from .diagnostics import ConversionError, Diagnostic

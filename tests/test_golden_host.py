@@ -4,7 +4,6 @@ Regenerate after an intended change with DYCL_UPDATE_GOLDEN=1 and review the dif
 """
 import os
 
-import torch
 
 from conftest import MODELS, ROOT
 from dycl.modelfile import load_model_file

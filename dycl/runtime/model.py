@@ -5,7 +5,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import sys
 import types
 
 import numpy as np

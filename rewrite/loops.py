@@ -1,0 +1,207 @@
+"""Loops in the partial evaluator: static loops unrolled, data-dependent ones kept for the host.
+
+A loop over a ModuleList/ModuleDict or a fixed range is unrolled with its
+variable as a constant (a data-dependent `break` becomes a host flag guarding
+the later iterations). A `while`, or a `for t in range(n)` with a
+data-dependent bound or `break`, stays a host loop whose body is lowered once.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from .cfg import IfNode, LoopNode, Stmt
+from .jumps import Frame, assigned_names, has_break, has_jump, splice, terminates
+from .staticeval import fold, iteration_items, representation
+from .values import ModRef, Static, Unknown
+
+__all__ = ["LoopLowering"]
+
+
+class LoopLowering:
+    """Mixin of PartialEvaluator: `for` and `while` statements."""
+
+    def visit_For(self, node: cst.For, frame: Frame, out: list) -> bool:
+        scope = frame.scope
+        hoisted: list = []
+        iterable = self.expression(node.iter, frame, hoisted, node)
+        out.extend(hoisted)
+        try:
+            items = iteration_items(iterable, scope)
+        except Unknown:
+            items = None
+        is_range = isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+            and iterable.func.value == "range" and "range" not in scope.rename
+        if items is None and not is_range:
+            self._error("dynamic-loop", frame.src, node.iter, "loop over a value known only at run time",
+                        "a loop's items must be fixed by the model (a ModuleList, a ModuleDict) or be a range "
+                        "of integers; iterating over a tensor is not supported",
+                        "loop over `range(x.shape[0])` and index the tensor")
+            return False
+        if is_range and (items is None or has_break(node.body)):
+            if self._host_for(node, iterable, frame, out, fallback=items is not None):
+                return False
+        if node.orelse is not None:
+            self._error("for-else", frame.src, node.orelse, "`for ... else` in forward",
+                        "the else clause of a loop is not supported", "use a flag variable instead")
+        saved_exits = {k: frame.exits[k] for k in ("break", "continue")}
+        iterations = []
+        exits = []
+        for item in items:
+            frame.exits["break"], frame.exits["continue"] = [], []
+            self.bind(node.target, item, frame, node)
+            frame.loops.append("unrolled")
+            try:
+                body, terminated = self.block(node.body.body, frame)
+            finally:
+                frame.loops.pop()
+            iterations.append(body)
+            conts = frame.exits["continue"]
+            flows = ([(scope.env, body)] if not terminated else []) + conts
+            if flows:
+                scope.env = self.merge(flows, frame, node)
+            exits.extend(frame.exits["break"])
+            if terminated and not conts:
+                break
+        frame.exits.update(saved_exits)
+        fall_through: list = []
+        if exits:
+            scope.env = self.merge([(scope.env, fall_through)] + exits, frame, node)
+        lowered = self._join_iterations(iterations, fall_through, frame, node)
+        out.extend(lowered)
+        return terminates(lowered)
+
+    def _host_for(self, node: cst.For, iterable, frame: Frame, out: list, fallback: bool) -> bool:
+        """`for t in range(n)` with a data-dependent break or bound: a host loop, body lowered once.
+
+        With `fallback`, a body that only works unrolled (it indexes modules with
+        the loop variable) is rolled back and unrolled instead; returns False then.
+        """
+        scope = frame.scope
+        if not isinstance(node.target, cst.Name):
+            if not fallback:
+                self._error("loop-target", frame.src, node.target, "host loop over a tuple target",
+                            "a data-dependent loop needs a plain integer loop variable", "use `for t in range(...)`")
+            return not fallback
+        saved = (len(self.diagnostics), dict(scope.env), set(scope.poisoned), dict(scope.rename))
+        tentative: list = []
+        variant = set(assigned_names(node.body)) | {node.target.value}
+        self._enter_loop(variant, frame, tentative, node)
+        body = self._loop_body(node.body.body, frame)
+        self._leave_loop(frame)
+        if fallback and len(self.diagnostics) > saved[0]:
+            del self.diagnostics[saved[0]:]
+            scope.env, scope.poisoned, scope.rename = saved[1], saved[2], saved[3]
+            return False
+        out.extend(tentative)
+        target = cst.Name(scope.local(node.target.value))
+        out.append(LoopNode("for", body, self.origin(frame, node.iter), target=target, iter=iterable))
+        return True
+
+    def _join_iterations(self, iterations: list[list], fall_through: list, frame: Frame, node) -> list:
+        """Unrolled iterations in sequence; `continue` skips the rest of its iteration.
+
+        A data-dependent `break` sets a host flag that guards the later
+        iterations, so code grows linearly with the trip count.
+        """
+        last = len(iterations) - 1
+        if not any(isinstance(s, IfNode) and has_jump(s, {"break"}) for body in iterations for s in body):
+            lowered = []
+            for k, body in enumerate(iterations):
+                tail = fall_through if k == last else []
+                lowered.extend(splice(body, {"continue": tail, "break": [], "": tail}))
+            return lowered if iterations else fall_through
+        origin = self.origin(frame, node)
+        flag = self.names.fresh(f"broke_L{origin.first}")
+        frame.scope.rename[flag] = flag
+
+        def set_flag(value: bool) -> Stmt:
+            return Stmt(cst.Assign([cst.AssignTarget(cst.Name(flag))], cst.Name(str(value))), origin)
+
+        lowered = [set_flag(False)]
+        for k, body in enumerate(iterations):
+            tail = fall_through if k == last else []
+            spliced = splice(body, {"continue": tail, "break": [set_flag(True)], "": tail})
+            if k == 0:
+                lowered.extend(spliced)
+            else:
+                test = cst.UnaryOperation(cst.Not(), cst.Name(flag))
+                lowered.append(IfNode(test, spliced, [], origin, kind="guard"))
+        return lowered
+
+    def bind(self, target, value, frame: Frame, node) -> None:
+        if isinstance(target, cst.Name):
+            name = target.value
+            frame.scope.env[name] = value
+            frame.scope.poisoned.discard(name)
+            return
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, tuple) and len(value) == len(target.elements):
+            for el, v in zip(target.elements, value):
+                self.bind(el.value, v, frame, node)
+            return
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, Static) and isinstance(value.value, (tuple, list)):
+            self.bind(target, tuple(Static(v) for v in value.value), frame, node)
+            return
+        self._error("loop-target", frame.src, target, "cannot unpack the loop variable",
+                    "the loop target does not match the items the loop iterates over",
+                    "use a plain name or a tuple matching the items")
+
+    def visit_While(self, node: cst.While, frame: Frame, out: list) -> bool:
+        """A `while` stays a host loop; its body is lowered once."""
+        if node.orelse is not None:
+            self._error("loop-else", frame.src, node.orelse, "`while ... else` in forward",
+                        "the else clause of a loop is not supported", "use a flag variable instead")
+        variant = set(assigned_names(node.body))
+        self._enter_loop(variant, frame, out, node)
+        if self._calls_to_inline(node.test, frame):
+            self._error("loop-test-call", frame.src, node.test, "loop condition calls a method that must be inlined",
+                        "a while condition is evaluated every iteration and cannot hold inlined code",
+                        "compute the condition into a variable before the loop and at the end of the body")
+        test = fold(node.test, frame.scope)
+        if self._truth(test, frame) is False:
+            self.static_decisions += 1
+            self._leave_loop(frame)
+            return False
+        body = self._loop_body(node.body.body, frame)
+        self._leave_loop(frame)
+        out.append(LoopNode("while", body, self.origin(frame, node.test), test=test))
+        return False
+
+    def _enter_loop(self, variant: set[str], frame: Frame, out: list, node) -> None:
+        """Names a host loop assigns hold run-time values in it: write their static values out first."""
+        scope = frame.scope
+        origin = self.origin(frame, node)
+        for name in sorted(variant):
+            value = scope.env.pop(name, None)
+            if value is not None:
+                rep = representation(value)
+                if rep is None or isinstance(value, ModRef):
+                    scope.poisoned.add(name)
+                    continue
+                out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.local(name)))], rep), origin))
+            scope.rename.setdefault(name, name)
+        frame.variants.append(variant)
+
+    def _leave_loop(self, frame: Frame) -> None:
+        for name in frame.variants.pop():
+            frame.scope.env.pop(name, None)
+
+    def _loop_body(self, stmts, frame: Frame) -> list:
+        frame.loops.append("host")
+        saved = dict(frame.exits)
+        frame.exits = {"break": [], "continue": [], "return": frame.exits["return"]}
+        try:
+            body, _ = self.block(stmts, frame)
+        finally:
+            frame.loops.pop()
+            frame.exits = saved
+        return body
+
+    def _calls_to_inline(self, expr, frame: Frame) -> bool:
+        found = []
+
+        class _Calls(cst.CSTVisitor):
+            def visit_Call(self, call):
+                found.append(call)
+
+        expr.visit(_Calls())
+        return any(self._inline_target(c, frame) is not None for c in found)
