@@ -43,9 +43,14 @@ def check_package(path: str, spec, exploration, n: int, seed: int = 0, tolerance
     package = load(path)
     inputs = spec.sample_inputs(max(n, 1), seed=seed) if n else [spec.inputs]
     delta, eta, failure = 0.0, 0, ""
+    # Exploration ran the original model on the example and then these very samples.
+    known = [] if exploration is None else exploration.expected[1:1 + len(inputs)] if n else exploration.expected[:1]
     for k, inp in enumerate(inputs):
-        with torch.no_grad():
-            expected = to_numpy(spec.model(*inp))
+        if k < len(known):
+            expected = known[k]
+        else:
+            with torch.no_grad():
+                expected = to_numpy(spec.model(*inp))
         got = package(*[to_numpy(v) for v in inp])
         try:
             err = compare(expected, got, f"sample {k}")

@@ -166,6 +166,7 @@ class Exploration:
         self.paths: list[tuple] = []
         self.arms: set[tuple[str, bool]] = set()
         self.natural_arms: set[tuple[str, bool]] = set()
+        self.expected: list = []  # the original model's outputs on the natural inputs, in order
         self.classes: dict[str, str] = {}
         self.region_loops: dict[str, str] = {}  # region -> innermost host loop
         self.symbols_of = lambda inputs: {}  # declared dynamic symbols' sizes in a run
@@ -223,6 +224,7 @@ def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float)
     err = compare(expected, got, f"{label}: output")
     if err > tol:
         raise RewriteMismatch(f"{label}: the rewritten program differs from the model by {err:.3g}")
+    exp.expected.append(expected)
     return path
 
 
