@@ -7,9 +7,10 @@ global average pooling and a linear classifier (10 classes).  Each block is
 a residual branch (conv-bn-relu-conv-bn, the first conv strided in a
 downsampling block) added to a shortcut: the identity, or -- for the two
 downsampling blocks -- a 1x1 strided conv + BatchNorm looked up by name in
-``self.shortcuts`` (``'group{g}_ds{i}'``).  A small policy network (two strided
-3x3 convs with relu -> global average pool -> linear -> sigmoid) looks at the
-image and produces one keep-probability per block.
+``self.shortcuts`` (``'group{g}_ds{i}'``).  A small policy network (4x
+average pooling to an 8x8 thumbnail -> two 3x3 convs with relu -> global
+average pool -> linear -> sigmoid) looks at the image and produces one
+keep-probability per block.
 
 Dynamic behaviour: the probabilities are thresholded into a binary policy
 ``policy = (probs > 0.5).float()`` of shape [1, 54].  For every block,
@@ -43,8 +44,16 @@ TEXTURE_STD = 0.5
 # The policy head is sharpened (weights scaled up) and given per-block biases
 # calibrated once on sample_inputs-style images, so that each keep/drop
 # decision goes both ways with a comfortable margin.
-POLICY_WEIGHT_SCALE = 10.0
-POLICY_BIASES = [0.0] * NUM_BLOCKS
+POLICY_WEIGHT_SCALE = 200.0
+POLICY_BIASES = [
+    0.273, -21.489, 6.472, -21.742, 2.337, 4.009, 2.126, 6.619,
+    6.2, -1.688, -5.723, 4.342, -7.606, 8.664, -10.487, -15.238,
+    2.797, 4.224, 3.718, 3.765, -5.529, 1.71, -5.546, -22.175,
+    -1.082, 14.588, -18.677, -2.663, -5.381, -25.884, 0.718, -9.218,
+    1.125, 17.989, 3.88, 12.004, -0.912, -6.065, -4.347, 0.633,
+    22.562, -4.286, -5.989, 4.62, 12.758, 9.904, 20.862, 4.471,
+    -13.722, -0.907, 2.426, -8.64, -12.047, -9.986,
+]
 
 
 class PolicyNet(nn.Module):
@@ -53,7 +62,7 @@ class PolicyNet(nn.Module):
     def __init__(self, num_blocks):
         super().__init__()
         self.features = nn.Sequential(
-            nn.AvgPool2d(8),  # the policy looks at a 4x4 thumbnail
+            nn.AvgPool2d(4),  # the policy looks at an 8x8 thumbnail
             nn.Conv2d(3, 16, kernel_size=3, padding=1),
             nn.ReLU(inplace=True),
             nn.Conv2d(16, 32, kernel_size=3, padding=1),
