@@ -13,6 +13,7 @@ from .liveness import assign_region_signatures
 from .names import Namespace
 from .partial_eval import PartialEvaluator
 from .source import function_source
+from .walk import find
 from .merge import merge_across_host, tail_merge
 
 __all__ = ["rewrite_model", "Program", "Region", "RegionCall", "HostStmt", "If", "ConversionError", "Diagnostic"]
@@ -27,14 +28,7 @@ def _kind_of(value) -> str:
 
 
 def _all_names(node: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            names.add(n.value)
-
-    node.visit(_V())
-    return names
+    return {n.value for n in find(node, cst.Name)}
 
 
 def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool] | None = None) -> Program:

@@ -16,6 +16,7 @@ from .cfg import Stmt
 from .jumps import Frame, assigned_names, jump_in_loop, splice_returns
 from .source import FunctionSource, function_source
 from .staticeval import Method, Scope, value_of
+from .walk import find
 from .values import ModRef, Static, Unknown
 
 __all__ = ["Inlining"]
@@ -32,20 +33,7 @@ def _has_branches(func) -> bool:
     src = function_source(func)
     if src is None:
         return False
-    found = []
-
-    class _V(cst.CSTVisitor):
-        def visit_If(self, node):
-            found.append(node)
-
-        def visit_While(self, node):
-            found.append(node)
-
-        def visit_IfExp(self, node):
-            found.append(node)
-
-    src.node.body.visit(_V())
-    return bool(found)
+    return bool(find(src.node.body, (cst.If, cst.While, cst.IfExp)))
 
 
 
@@ -53,21 +41,7 @@ class Inlining:
     """Mixin of PartialEvaluator: calls that are inlined rather than traced."""
 
     def _inline_nested(self, expr, frame, out, line):
-        calls: list[cst.Call] = []
-
-        class _Calls(cst.CSTVisitor):
-            def visit_Call(self, node):
-                calls.append(node)
-
-            def visit_Lambda(self, node):
-                return False
-
-            def visit_ListComp(self, node):
-                return False
-
-            visit_GeneratorExp = visit_DictComp = visit_SetComp = visit_ListComp
-
-        expr.visit(_Calls())
+        calls = find(expr, cst.Call, stop=(cst.Lambda, cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp))
         replacements = {}
         for call in reversed(calls):  # innermost first
             target = self._inline_target(call, frame)

@@ -6,6 +6,7 @@ import libcst as cst
 from .cfg import IfNode, Jump, LoopNode, Stmt
 from .staticeval import _target_names
 from .values import Static
+from .walk import find
 
 __all__ = ["Frame", "assigned_names", "has_break", "jump_in_loop", "has_jump", "terminates", "splice",
            "splice_returns", "as_tuple", "binop_of"]
@@ -51,20 +52,8 @@ def assigned_names(body) -> dict[str, None]:
 
 
 def has_break(body) -> bool:
-    found = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Break(self, node):
-            found.append(node)
-
-        def visit_For(self, node):
-            return False
-
-        def visit_While(self, node):
-            return False
-
-    body.visit(_V())
-    return bool(found)
+    """A `break` of this loop (not of a loop nested in it)."""
+    return bool(find(body, cst.Break, stop=(cst.For, cst.While)))
 
 
 def jump_in_loop(stmts: list) -> bool:

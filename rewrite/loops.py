@@ -13,6 +13,7 @@ from .cfg import IfNode, LoopNode, Stmt
 from .jumps import Frame, assigned_names, has_break, has_jump, splice, terminates
 from .staticeval import fold, iteration_items, representation
 from .values import ModRef, Static, Unknown
+from .walk import find
 
 __all__ = ["LoopLowering"]
 
@@ -197,11 +198,4 @@ class LoopLowering:
         return body
 
     def _calls_to_inline(self, expr, frame: Frame) -> bool:
-        found = []
-
-        class _Calls(cst.CSTVisitor):
-            def visit_Call(self, call):
-                found.append(call)
-
-        expr.visit(_Calls())
-        return any(self._inline_target(c, frame) is not None for c in found)
+        return any(self._inline_target(c, frame) is not None for c in find(expr, cst.Call))

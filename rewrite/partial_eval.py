@@ -19,6 +19,7 @@ from .names import Namespace
 from .source import FunctionSource, function_source
 from .staticeval import Scope, _target_names, fold, representation, value_of
 from .values import ModRef, Static, Unknown, is_literal, to_node
+from .walk import find
 
 __all__ = ["PartialEvaluator"]
 
@@ -367,14 +368,7 @@ class PartialEvaluator(LoopLowering, Inlining):
 
     def _check_module_indexing(self, expr, frame: Frame) -> None:
         """`self.experts[k]` with a run-time `k` cannot be compiled: report it."""
-        found = []
-
-        class _Subscripts(cst.CSTVisitor):
-            def visit_Subscript(self, node):
-                found.append(node)
-
-        expr.visit(_Subscripts())
-        for node in found:
+        for node in find(expr, cst.Subscript):
             try:
                 base = value_of(node.value, frame.scope)
             except Exception:

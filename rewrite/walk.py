@@ -1,0 +1,25 @@
+"""Collect the nodes of some kinds in a libcst tree, optionally not looking inside others."""
+from __future__ import annotations
+
+import libcst as cst
+
+__all__ = ["find"]
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self, kinds: tuple, stop: tuple):
+        super().__init__()
+        self.kinds, self.stop = kinds, stop
+        self.found: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.kinds):
+            self.found.append(node)
+        return not isinstance(node, self.stop)
+
+
+def find(tree: cst.CSTNode, kinds, stop=()) -> list[cst.CSTNode]:
+    """Nodes of `kinds` in `tree` (pre-order), not descending into nodes of `stop`."""
+    collector = _Collector(tuple(kinds) if isinstance(kinds, (list, tuple)) else (kinds,), tuple(stop))
+    tree.visit(collector)
+    return collector.found
