@@ -20,11 +20,12 @@ from . import __version__
 from ._torch_regions import import_regions
 from .backends import get_backend
 from .check import check_package
-from .explore import explore
 from .dims import name_dims
+from .explore import explore
 from .export import export_region, torch_region_info, verify_region
 from .modelfile import ModelFileError, load_model_file, resized_inputs
 from .package import write_manifest, write_picture, write_report
+from .runtime.model import _sha256
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS"]
 
@@ -78,10 +79,10 @@ def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
     st.spec = load_model_file(opts.model_file, opts.model, opts.inputs, opts.dynamic)
     if opts.fixed_sizes:
         _fix_sizes(st.spec, opts.fixed_sizes)
-    unknown = set(st.spec.dynamic) - set(_forward_params(st.spec.model))
+    unknown = set(st.spec.dynamic) - set(st.spec.params)
     if unknown:
         raise ModelFileError(f"DYNAMIC names {', '.join(sorted(unknown))}, which forward does not take "
-                             f"(its inputs: {', '.join(_forward_params(st.spec.model))})")
+                             f"(its inputs: {', '.join(st.spec.params)})")
 
 
 def step_rewrite(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -111,15 +112,9 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
                            "add sample_inputs() that take those paths")
 
 
-def _forward_params(model) -> list[str]:
-    import inspect
-
-    return list(inspect.signature(model.forward).parameters)
-
-
 def _fix_sizes(spec, sizes: dict[str, int]) -> None:
     """Make `spec` static at the given sizes of its dynamic symbols (a one-size package)."""
-    params, dynamic = _forward_params(spec.model), spec.dynamic
+    params, dynamic = spec.params, spec.dynamic
 
     def resize(inputs: tuple) -> tuple:
         for symbol, size in sizes.items():
@@ -135,7 +130,7 @@ def _fix_sizes(spec, sizes: dict[str, int]) -> None:
 def symbol_sizes(spec, inputs: tuple) -> dict[str, int]:
     """The declared dynamic symbols' sizes in one input tuple."""
     sizes = {}
-    for name, value in zip(_forward_params(spec.model), inputs):
+    for name, value in zip(spec.params, inputs):
         for axis, symbol in spec.dynamic.get(name, {}).items():
             sizes[symbol] = value.shape[axis]
     return sizes
@@ -149,7 +144,7 @@ def _resized(spec) -> list[tuple]:
     ways), then all symbols together at two larger sizes, so that regions
     behind a shape-determined branch also see every dim vary.
     """
-    params = _forward_params(spec.model)
+    params = spec.params
     sizes = symbol_sizes(spec, spec.inputs)
     variants = []
     for symbol, size in sorted(sizes.items()):
@@ -384,9 +379,4 @@ def _json(obj) -> str:
 
     return json.dumps(obj, indent=2, sort_keys=False) + "\n"
 
-
-def _sha256(path: str) -> str:
-    from .runtime.model import _sha256 as digest
-
-    return digest(path)
 

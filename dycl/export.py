@@ -18,6 +18,7 @@ import torch
 from ._torch_regions import FlatRegion
 from .dims import name_dims
 from .explore import RegionRecord
+from .runtime.spec import count_leaves
 
 __all__ = ["ExportError", "export_region", "torch_region_info", "verify_region"]
 
@@ -37,7 +38,7 @@ def _dim_names(record: RegionRecord) -> dict[str, dict[int, str]]:
 
 def torch_region_info(record: RegionRecord) -> dict:
     """Feeds and graph outputs for a region the torch backend runs as written."""
-    n_out = sum(_leaf_count(s) for s in record.out_specs)
+    n_out = sum(count_leaves(s) for s in record.out_specs)
     n_in = len(next(iter(record.examples.values())))
     return {"graph_inputs": list(range(n_in)),
             "graph_leaves": [i for i in range(n_out) if i not in record.passthrough]}
@@ -45,7 +46,7 @@ def torch_region_info(record: RegionRecord) -> dict:
 
 def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> dict:
     """Write `path`; return the graph's feeds (flat input indices) and graph outputs."""
-    n_out = sum(_leaf_count(s) for s in record.out_specs)
+    n_out = sum(count_leaves(s) for s in record.out_specs)
     graph_leaves = [i for i in range(n_out) if i not in record.passthrough]
     if not graph_leaves:
         return {"graph_inputs": [], "graph_leaves": []}
@@ -72,12 +73,6 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
     feeds = [int(i.name[1:]) for i in graph.input]
     _check_dims(record, graph, origin)
     return {"graph_inputs": feeds, "graph_leaves": graph_leaves}
-
-
-def _leaf_count(spec: dict) -> int:
-    from .runtime.spec import count_leaves
-
-    return count_leaves(spec)
 
 
 def _check_dims(record: RegionRecord, graph, origin: str) -> None:

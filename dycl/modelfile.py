@@ -26,6 +26,13 @@ class ModelSpec:
         self.model, self.inputs, self.samples = model, inputs, samples
         self.dynamic, self.path, self.name = dynamic, path, name
 
+    @property
+    def params(self) -> list[str]:
+        """forward's parameter names, in order."""
+        import inspect
+
+        return list(inspect.signature(self.model.forward).parameters)
+
     def sample_inputs(self, n: int, seed: int = 0) -> list[tuple]:
         if self.samples is None:
             return [self.inputs]

@@ -14,7 +14,7 @@ def _signature(spec, exploration) -> list[dict]:
     import torch
 
     params = []
-    for name, value in zip(_params(spec), spec.inputs):
+    for name, value in zip(spec.params, spec.inputs):
         if isinstance(value, torch.Tensor):
             dynamic = spec.dynamic.get(name, {})
             shape = [dynamic.get(a, d) for a, d in enumerate(value.shape)]
@@ -22,12 +22,6 @@ def _signature(spec, exploration) -> list[dict]:
         else:
             params.append({"name": name, "kind": type(value).__name__})
     return params
-
-
-def _params(spec) -> list[str]:
-    import inspect
-
-    return list(inspect.signature(spec.model.forward).parameters)
 
 
 def write_picture(workdir: str, program) -> None:

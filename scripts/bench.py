@@ -132,14 +132,14 @@ def _sizes(base: int) -> list[int]:
 
 def bench_dynamic(path: str, workdir: str, n_inputs: int, repeat: int) -> list[dict]:
     """Per size of each declared symbol: the dynamic package vs one converted for that size only."""
-    from dycl.convert import _forward_params, symbol_sizes
+    from dycl.convert import symbol_sizes
 
     name = os.path.splitext(os.path.basename(path))[0]
     dyn, _ = _convert(path, os.path.join(workdir, f"{name}-dynamic"), n_inputs)
     if not dyn.spec.dynamic:
         return []
     net = dycl.load(dyn.out, threads=1)
-    params = _forward_params(dyn.spec.model)
+    params = dyn.spec.params
     rows = []
     for symbol, base in sorted(symbol_sizes(dyn.spec, dyn.spec.inputs).items()):
         for size in _sizes(base):

@@ -18,7 +18,7 @@ def _listing(path):
 @pytest.mark.parametrize("name", DYNAMIC_ZOO)
 def test_five_sizes_per_dynamic_dim(converted, name):
     import dycl
-    from dycl.convert import _forward_params, symbol_sizes
+    from dycl.convert import symbol_sizes
     from dycl.modelfile import resized_inputs
 
     result = converted(os.path.join(ZOO, f"{name}.py"), check=20)
@@ -26,7 +26,7 @@ def test_five_sizes_per_dynamic_dim(converted, name):
     assert spec.dynamic, "zoo model declares no dynamic dims"
     before = _listing(result.out)
     net = dycl.load(result.out)
-    params = _forward_params(spec.model)
+    params = spec.params
     samples = spec.sample_inputs(6)
     for symbol, base in sorted(symbol_sizes(spec, spec.inputs).items()):
         sizes = sorted({1, max(1, base // 2), base, base + 1, base + 5, 2 * base + 3, 3 * base + 7})

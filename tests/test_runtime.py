@@ -129,12 +129,11 @@ def test_tvm_package_runs_without_torch_at_several_sizes(converted, tmp_path):
     import torch
 
     from conftest import ZOO
-    from dycl.convert import _forward_params
     from dycl.modelfile import resized_inputs
 
     result = converted(os.path.join(ZOO, "seq_classifier.py"), backend="tvm", check=20)
     spec = result.spec
-    params = _forward_params(spec.model)
+    params = spec.params
     cases = []
     for batch, time in [(1, 5), (2, 12), (3, 20), (5, 7)]:
         inputs = resized_inputs(spec.sample_inputs(3)[batch % 3], params, spec.dynamic, "batch", batch)
