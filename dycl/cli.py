@@ -17,6 +17,7 @@ _STEP_TEXT = {
     "generate": "Generating host.py and regions",
     "explore": "Exploring shapes and paths",
     "export": "Exporting and compiling regions",
+    "fuse": "Fusing host loops into single regions",
     "package": "Writing the package",
     "check": "Checking against the original model",
 }
@@ -95,6 +96,10 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
     table.add_row("paths covered", f"{check['paths']} over {check['samples']} samples"
                                    f" (+{info['forced_runs']} forced runs)")
     for lp in info.get("loops", []):
+        if lp.get("fused"):
+            table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: runs whole in one backend call "
+                                              f"({lp['fused']}, an ONNX Loop)")
+            continue
         per = "never ran" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f} backend calls"
         table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: {per} per iteration, "
                                           f"{lp['body_regions']} body regions compiled once")

@@ -32,7 +32,7 @@ __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS
 
 class ConvertOptions:
     __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
-                 "target")
+                 "target", "fuse_loops")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
@@ -41,6 +41,7 @@ class ConvertOptions:
         self.model, self.inputs, self.seed, self.dynamic = model, inputs, seed, dynamic
         self.fixed_sizes: dict[str, int] = {}  # convert for these sizes of the dynamic symbols only
         self.target: str | None = None  # TVM target (JSON); default: this machine's CPU
+        self.fuse_loops = True  # run eligible host loops as one onnxruntime Loop each
 
     def make_backend(self, name: str | None = None):
         name = name or self.backend
@@ -59,6 +60,9 @@ class ConversionResult:
         self.forced_runs = 0
         self.region_meta: list[dict] = []
         self.fallbacks: list[str] = []  # regions the chosen backend could not compile
+        self.fused: list[str] = []  # host loops run as one region, and why others stayed in the host
+        self.unfused: list[str] = []
+        self.natural_inputs: list[tuple] = []
         self.artifacts = 0
         self.check = None
         self.timings: dict[str, float] = {}
@@ -198,6 +202,7 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     st.regions_module = import_regions(os.path.join(st.workdir, "regions_torch.py"), st.program.globals)
     host = _import_host(os.path.join(scratch, "host_explore.py"))
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
+    st.natural_inputs = inputs
     st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
                                              [r.name for r in st.program.regions], inputs,
                                              region_loops=region_loops(st.program), resized=_resized(st.spec),
@@ -279,6 +284,102 @@ def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict) -
     return compiled[key]
 
 
+def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
+    """Run each eligible host loop as one onnxruntime `Loop` (see loopfuse), kept only if it checks out."""
+    import onnx
+
+    from .loopfuse import Unfusable, build_fused_loop, fusable_loops
+    from .package import signature
+
+    loops = fusable_loops(st.program) if opts.fuse_loops and opts.backend in ("onnxruntime", "auto") else []
+    if not loops:
+        return
+    scratch = os.path.join(st.workdir, ".scratch")
+    metas = {m["name"]: m for m in st.region_meta}
+    models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, m in metas.items() if m["artifact"]}
+    ort = get_backend("onnxruntime")
+    backends = {"onnxruntime": ort}
+
+    def backend_for(name: str):
+        return backends.setdefault(name, opts.make_backend(name))
+
+    for loop in loops:
+        name = f"loop_{loop.decision}"
+        try:
+            model, meta, fused = build_fused_loop(st.program, loop, name, signature(st.spec), metas, models)
+            onnx_path = os.path.join(scratch, f"{name}.onnx")
+            onnx.save(model, onnx_path)
+            meta["artifact"] = f"regions/{name}{ort.suffix}"
+            ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
+            loop.fused = fused
+            _verify_fused(st, metas, meta, backend_for)
+        except Exception as exc:  # the loop stays in the host, which is correct, only slower
+            loop.fused = None
+            reason = exc.args[0] if isinstance(exc, Unfusable) else f"{type(exc).__name__}: {exc}"
+            st.unfused.append(f"loop {loop.decision} ({loop.origin.func} {loop.origin.lines}): {reason}")
+            continue
+        metas[name] = meta
+        st.fused.append(f"loop {loop.decision} ({loop.origin.func} {loop.origin.lines}): region {name} runs "
+                        f"{', '.join(fused.regions)} on every iteration")
+    used = _called_regions(st.program)
+    for name, meta in list(metas.items()):
+        if name not in used:  # only ever called inside a fused loop
+            del metas[name]
+    st.region_meta = list(metas.values())
+    for artifact in {a for a in os.listdir(os.path.join(st.workdir, "regions"))} - \
+            {os.path.basename(m["artifact"]) for m in st.region_meta if m["artifact"]}:
+        os.remove(os.path.join(st.workdir, "regions", artifact))
+    st.artifacts = len({m["artifact"] for m in st.region_meta if m["artifact"]})
+    source = os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
+    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(source)))
+
+
+def _verify_fused(st: ConversionResult, metas: dict, meta: dict, backend_for) -> None:
+    """The host with the fused loop, on every natural input, against the original model's outputs."""
+    from .check import decisions_of
+    from .explore import compare, to_numpy
+    from .runtime.model import _Regions, _import_host
+    from .runtime.region import RegionCallable
+
+    fns = {}
+    for m in list(metas.values()) + [meta]:
+        fn = None
+        if m["artifact"]:
+            fn = backend_for(m["backend"]).load(os.path.join(st.workdir, m["artifact"]), st.workdir)
+        fns[m["name"]] = RegionCallable(m, fn)
+    path = os.path.join(st.workdir, ".scratch", f"host_{meta['name']}.py")
+    _write(path, host_source(st.program, "verify"))
+    forward = _import_host(path).forward
+    regions = _Regions(fns)
+    for k, (inp, expected) in enumerate(zip(st.natural_inputs, st.exploration.expected)):
+        got = forward(regions, *[to_numpy(v) for v in inp])
+        compare(expected, got, f"fused loop, input {k}")
+        if decisions_of(expected) != decisions_of(got):
+            raise RuntimeError(f"fused loop decides differently on input {k}")
+
+
+def _called_regions(program) -> set[str]:
+    from rewrite.cfg import If, Loop, RegionCall
+
+    found: set[str] = set()
+
+    def walk(nodes):
+        for node in nodes:
+            if isinstance(node, RegionCall):
+                found.add(node.region.name)
+            elif isinstance(node, If):
+                walk(node.body)
+                walk(node.orelse)
+            elif isinstance(node, Loop):
+                if node.fused:
+                    found.add(node.fused.region)
+                else:
+                    walk(node.body)
+
+    walk(program.body)
+    return found
+
+
 def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
     shutil.rmtree(os.path.join(st.workdir, ".scratch"), ignore_errors=True)
     if opts.backend != "torch":
@@ -301,6 +402,7 @@ STEPS: list[tuple[str, Callable]] = [
     ("generate", step_generate),
     ("explore", step_explore),
     ("export", step_export),
+    ("fuse", step_fuse),
     ("package", step_package),
     ("check", step_check),
 ]

@@ -7,10 +7,11 @@ import os
 from .picture import program_dot, tree_text
 from .runtime.model import _sha256
 
-__all__ = ["write_manifest", "write_report", "write_picture", "summary"]
+__all__ = ["write_manifest", "write_report", "write_picture", "summary", "signature"]
 
 
-def _signature(spec, exploration) -> list[dict]:
+def signature(spec) -> list[dict]:
+    """forward's inputs as the runtime checks them: dtype and shape (symbols where dynamic)."""
     import torch
 
     params = []
@@ -53,7 +54,7 @@ def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
         "source": st.spec.path,
         "backend": backend,
         "target": tvm.target if tvm is not None and any(m["backend"] == "tvm" for m in st.region_meta) else None,
-        "signature": _signature(st.spec, st.exploration),
+        "signature": signature(st.spec),
         "decisions": [{"id": d.decision, "class": d.dclass, "origin": f"{d.origin.func} {d.origin.lines}"}
                       for d in program.decisions],
         "loops": [{"id": lp.decision, "kind": lp.kind, "origin": f"{lp.origin.func} {lp.origin.lines}"}
@@ -80,7 +81,8 @@ def summary(st) -> dict:
         calls = exp.loop_calls.get(lp.decision, 0) if exp else 0
         loops.append({"id": lp.decision, "kind": lp.kind, "origin": f"{lp.origin.func} {lp.origin.lines}",
                       "body_regions": body_regions, "iterations": iterations,
-                      "calls_per_iteration": round(calls / iterations, 3) if iterations else None})
+                      "calls_per_iteration": round(calls / iterations, 3) if iterations else None,
+                      "fused": lp.fused.region if lp.fused else None})
     return {
         "model": program.name,
         "regions": len(program.regions),
@@ -89,6 +91,7 @@ def summary(st) -> dict:
         "decisions": classes,
         "forced_runs": st.forced_runs,
         "fallbacks": list(getattr(st, "fallbacks", [])),
+        "unfused_loops": list(getattr(st, "unfused", [])),
         "check": st.check.as_dict() if st.check else None,
         "seconds": {k: round(v, 3) for k, v in st.timings.items()},
     }
@@ -127,11 +130,15 @@ def write_report(workdir: str, st) -> None:
     if info["loops"]:
         lines += ["", "## Loops", "",
                   "| loop | kind | source | regions in body (each compiled once) | iterations seen | "
-                  "backend calls per iteration |", "|---|---|---|---:|---:|---:|"]
+                  "backend calls per iteration in the host | run as |", "|---|---|---|---:|---:|---:|---|"]
         for lp in info["loops"]:
             per = "–" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f}"
+            run = f"one call, `{lp['fused']}` (ONNX Loop)" if lp["fused"] else "host loop"
             lines.append(f"| {lp['id']} | {lp['kind']} | {lp['origin']} | {lp['body_regions']} | "
-                         f"{lp['iterations']} | {per} |")
+                         f"{lp['iterations']} | {per} | {run} |")
+        if info["unfused_loops"]:
+            lines += ["", "Loops left in the host (correct, one backend call per body region and iteration):", ""]
+            lines += [f"- {u}" for u in info["unfused_loops"]]
     lines += ["", "## Decisions", "", "| id | class | source |", "|---|---|---|"]
     for d in program.decisions:
         lines.append(f"| {d.decision} | {d.dclass}-determined | {d.origin.func} {d.origin.lines} |")

@@ -35,8 +35,9 @@ def _add(tree: Tree, nodes: list) -> None:
                 _add(branch.add("[red]else[/]"), node.orelse)
         elif isinstance(node, Loop):
             head = code(node.test) if node.kind == "while" else f"{code(node.target)} in {code(node.iter)}"
+            fused = f", runs whole in region {node.fused.region}" if node.fused else ""
             _add(tree.add(f"[magenta]{node.kind}[/] {head}  [dim](loop {node.decision}, execution-determined, "
-                          f"{node.origin.func} {node.origin.lines})[/]"), node.body)
+                          f"{node.origin.func} {node.origin.lines}{fused})[/]"), node.body)
 
 
 def program_tree(program: Program, title: str) -> Tree:
@@ -114,7 +115,8 @@ class _Dot:
                 exits += self.chain(node.orelse, [(name, "false")], loop) if node.orelse else [(name, "false")]
             elif isinstance(node, Loop):
                 head = code(node.test) if node.kind == "while" else f"for {code(node.target)} in {code(node.iter)}"
-                name = self.node(f"{head}\n{node.decision} (execution)", shape="ellipse", style="filled",
+                fused = f"\nruns whole in {node.fused.region}" if node.fused else ""
+                name = self.node(f"{head}\n{node.decision} (execution){fused}", shape="ellipse", style="filled",
                                  fillcolor="#e2d9f3")
                 self._connect(exits, name)
                 breaks: list = []

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
 
 from .comments import comment_lines, first_statement, origin_comment
 
@@ -58,6 +58,8 @@ class _HostEmitter:
 
 
     def emit_Loop(self, node: Loop) -> list[cst.BaseStatement]:
+        if node.fused is not None and not self.instrument:
+            return self._fused(node)
         header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(
             f"# loop {node.decision}: execution-determined ({node.origin.func} {node.origin.lines})"))
         body = cst.IndentedBlock(self.block(node.body), header=header)
@@ -71,6 +73,21 @@ class _HostEmitter:
             iterable = cst.Call(cst.Attribute(cst.Name("regions"), cst.Name("iterate")),
                                 [cst.Arg(cst.SimpleString(repr(node.decision))), cst.Arg(iterable)])
         return [cst.For(node.target, iterable, body)]
+
+    @staticmethod
+    def _fused(node: Loop) -> list[cst.BaseStatement]:
+        """The whole loop as one region call; appended lists get the stacked per-iteration values."""
+        fused = node.fused
+        head = code(node.test) if node.kind == "while" else f"{code(node.target)} in {code(node.iter)}"
+        comments = (f"# {node.origin.func} {node.origin.lines}: {node.kind} {head}:",
+                    f"# loop {node.decision} runs whole in one call ({', '.join(fused.regions)} every iteration)")
+        call = cst.Call(cst.Attribute(cst.Name("regions"), cst.Name(fused.region)), [cst.Arg(a) for a in fused.args])
+        lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(_targets(fused.outputs))], call)],
+                                         leading_lines=comment_lines(*comments))]
+        for lst, items in fused.extends:
+            lines.append(cst.SimpleStatementLine([cst.Expr(cst.Call(
+                cst.Attribute(cst.Name(lst), cst.Name("extend")), [cst.Arg(cst.Name(items))]))]))
+        return lines
 
     @staticmethod
     def _decide(decision: str, dclass: str, test) -> cst.Call:

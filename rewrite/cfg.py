@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 __all__ = ["Origin", "Stmt", "IfNode", "LoopNode", "Jump", "Region", "RegionCall", "HostStmt", "If", "Loop",
-           "Program", "code"]
+           "FusedLoop", "Program", "code"]
 
 _EMPTY = cst.Module([])
 
@@ -142,11 +142,26 @@ class If:
 class Loop:
     """A host loop; `decision` names it (`L12`), its test is execution-determined."""
 
-    __slots__ = ("kind", "test", "target", "iter", "body", "origin", "decision")
+    __slots__ = ("kind", "test", "target", "iter", "body", "origin", "decision", "fused")
 
     def __init__(self, kind: str, body: list, origin: Origin, decision: str, test=None, target=None, iter=None):
         self.kind, self.body, self.origin, self.decision = kind, body, origin, decision
         self.test, self.target, self.iter = test, target, iter
+        self.fused: FusedLoop | None = None  # set when a backend runs the whole loop as one region
+
+
+class FusedLoop:
+    """A host loop compiled whole: one call to `region` runs every iteration.
+
+    `args` are the call's argument expressions, `outputs` the names it assigns,
+    and `extends` the (list, output) pairs whose per-iteration appends come back stacked.
+    """
+
+    __slots__ = ("region", "args", "outputs", "extends", "regions")
+
+    def __init__(self, region: str, args: list, outputs: list[str], extends: list[tuple[str, str]],
+                 regions: list[str]):
+        self.region, self.args, self.outputs, self.extends, self.regions = region, args, outputs, extends, regions
 
     def __repr__(self) -> str:
         return f"Loop[{self.decision}]({self.kind}, {self.body!r})"

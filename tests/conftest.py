@@ -14,17 +14,19 @@ ZOO = os.path.join(ROOT, "models_zoo")
 
 @pytest.fixture(scope="session")
 def converted(tmp_path_factory):
-    """converted(path, backend="onnxruntime", check=50) -> ConversionResult (cached)."""
+    """converted(path, backend="onnxruntime", check=50, fuse_loops=True) -> ConversionResult (cached)."""
     from dycl.convert import ConvertOptions, convert
 
     cache: dict = {}
     base = tmp_path_factory.mktemp("packages")
 
-    def run(path: str, backend: str = "onnxruntime", check: int = 50):
-        key = (path, backend, check)
+    def run(path: str, backend: str = "onnxruntime", check: int = 50, fuse_loops: bool = True):
+        key = (path, backend, check, fuse_loops)
         if key not in cache:
-            name = f"{os.path.splitext(os.path.basename(path))[0]}-{backend}-{check}"
-            cache[key] = convert(ConvertOptions(path, str(base / name), backend, check))
+            name = f"{os.path.splitext(os.path.basename(path))[0]}-{backend}-{check}{'' if fuse_loops else '-host-loops'}"
+            opts = ConvertOptions(path, str(base / name), backend, check)
+            opts.fuse_loops = fuse_loops
+            cache[key] = convert(opts)
         return cache[key]
 
     return run
