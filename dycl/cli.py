@@ -17,7 +17,7 @@ _STEP_TEXT = {
     "generate": "Generating host.py and regions",
     "explore": "Exploring shapes and paths",
     "export": "Exporting and compiling regions",
-    "fuse": "Fusing host loops into single regions",
+    "fuse": "Moving host decisions and loops into graphs",
     "package": "Writing the package",
     "check": "Checking against the original model",
 }
@@ -45,7 +45,9 @@ def main() -> None:
 @click.option("--dynamic", "dynamic", multiple=True, metavar="NAME:DIM=SYMBOL,...",
               help="Dims that vary at run time, e.g. x:0=batch,2=h (adds to the file's DYNAMIC).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sample_inputs().")
-def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed) -> None:
+@click.option("--no-fuse", is_flag=True, help="Keep every decision and loop in host.py (by default onnxruntime "
+                                               "runs those it can express inside one graph).")
+def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, no_fuse) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
 
@@ -57,6 +59,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed,
                           list(dynamic) or None)
     opts.target = target
+    opts.fuse = not no_fuse
     start = time.perf_counter()
     try:
         with console.status("") as status:
@@ -97,8 +100,8 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
                                    f" (+{info['forced_runs']} forced runs)")
     for lp in info.get("loops", []):
         if lp.get("fused"):
-            table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: runs whole in one backend call "
-                                              f"({lp['fused']}, an ONNX Loop)")
+            table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: runs inside region {lp['fused']} "
+                                              "(an ONNX Loop)")
             continue
         per = "never ran" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f} backend calls"
         table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: {per} per iteration, "

@@ -32,7 +32,7 @@ __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS
 
 class ConvertOptions:
     __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
-                 "target", "fuse_loops")
+                 "target", "fuse")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
@@ -41,7 +41,7 @@ class ConvertOptions:
         self.model, self.inputs, self.seed, self.dynamic = model, inputs, seed, dynamic
         self.fixed_sizes: dict[str, int] = {}  # convert for these sizes of the dynamic symbols only
         self.target: str | None = None  # TVM target (JSON); default: this machine's CPU
-        self.fuse_loops = True  # run eligible host loops as one onnxruntime Loop each
+        self.fuse = True  # onnxruntime: run decisions and loops inside graphs where they can
 
     def make_backend(self, name: str | None = None):
         name = name or self.backend
@@ -60,7 +60,7 @@ class ConversionResult:
         self.forced_runs = 0
         self.region_meta: list[dict] = []
         self.fallbacks: list[str] = []  # regions the chosen backend could not compile
-        self.fused: list[str] = []  # host loops run as one region, and why others stayed in the host
+        self.fused: list[str] = []  # host code run as one graph, and why other code stayed in the host
         self.unfused: list[str] = []
         self.natural_inputs: list[tuple] = []
         self.artifacts = 0
@@ -165,7 +165,7 @@ def _resized(spec) -> list[tuple]:
 
 def region_loops(program) -> dict[str, str]:
     """Each region inside a host loop, mapped to its innermost loop's id."""
-    from rewrite.cfg import If, Loop, RegionCall
+    from rewrite.cfg import FusedBlock, If, Loop, RegionCall
 
     found: dict[str, str] = {}
 
@@ -178,6 +178,8 @@ def region_loops(program) -> dict[str, str]:
                 walk(node.orelse, loop)
             elif isinstance(node, Loop):
                 walk(node.body, node.decision)
+            elif isinstance(node, FusedBlock):
+                walk(node.nodes, loop)
 
     walk(program.body, None)
     return found
@@ -285,51 +287,45 @@ def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict) -
 
 
 def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
-    """Run each eligible host loop as one onnxruntime `Loop` (see loopfuse), kept only if it checks out."""
+    """Run stretches of host code as one onnxruntime graph each (see fuse), kept only where they check out."""
     import onnx
 
-    from .loopfuse import Unfusable, build_fused_loop, fusable_loops
+    from .fuse import fuse_program
     from .package import signature
 
-    loops = fusable_loops(st.program) if opts.fuse_loops and opts.backend in ("onnxruntime", "auto") else []
-    if not loops:
+    if not opts.fuse or opts.backend not in ("onnxruntime", "auto"):
         return
     scratch = os.path.join(st.workdir, ".scratch")
     metas = {m["name"]: m for m in st.region_meta}
     models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, m in metas.items() if m["artifact"]}
+    fusions, st.unfused = fuse_program(st.program, signature(st.spec), metas, models)
     ort = get_backend("onnxruntime")
     backends = {"onnxruntime": ort}
 
     def backend_for(name: str):
         return backends.setdefault(name, opts.make_backend(name))
 
-    for loop in loops:
-        name = f"loop_{loop.decision}"
+    for fusion in fusions:
+        meta, where = fusion.meta, f"{fusion.block.origin.func} {fusion.block.origin.lines}"
+        onnx_path = os.path.join(scratch, f"{meta['name']}.onnx")
+        onnx.save(fusion.model, onnx_path)
+        meta["artifact"] = f"regions/{meta['name']}{ort.suffix}"
+        fusion.apply()
         try:
-            model, meta, fused = build_fused_loop(st.program, loop, name, signature(st.spec), metas, models)
-            onnx_path = os.path.join(scratch, f"{name}.onnx")
-            onnx.save(model, onnx_path)
-            meta["artifact"] = f"regions/{name}{ort.suffix}"
             ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
-            loop.fused = fused
             _verify_fused(st, metas, meta, backend_for)
-        except Exception as exc:  # the loop stays in the host, which is correct, only slower
-            loop.fused = None
-            reason = exc.args[0] if isinstance(exc, Unfusable) else f"{type(exc).__name__}: {exc}"
-            st.unfused.append(f"loop {loop.decision} ({loop.origin.func} {loop.origin.lines}): {reason}")
+        except Exception as exc:  # the host keeps this code, which is correct, only slower
+            fusion.undo()
+            st.unfused.append(f"{where}: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}")
             continue
-        metas[name] = meta
-        st.fused.append(f"loop {loop.decision} ({loop.origin.func} {loop.origin.lines}): region {name} runs "
-                        f"{', '.join(fused.regions)} on every iteration")
+        metas[meta["name"]] = meta
+        st.fused.append(f"{where}: region {meta['name']} runs {', '.join(meta['fuses'])}")
     used = _called_regions(st.program)
-    for name, meta in list(metas.items()):
-        if name not in used:  # only ever called inside a fused loop
-            del metas[name]
-    st.region_meta = list(metas.values())
-    for artifact in {a for a in os.listdir(os.path.join(st.workdir, "regions"))} - \
-            {os.path.basename(m["artifact"]) for m in st.region_meta if m["artifact"]}:
+    st.region_meta = [m for name, m in metas.items() if name in used]
+    kept = {os.path.basename(m["artifact"]) for m in st.region_meta if m["artifact"]}
+    for artifact in set(os.listdir(os.path.join(st.workdir, "regions"))) - kept:
         os.remove(os.path.join(st.workdir, "regions", artifact))
-    st.artifacts = len({m["artifact"] for m in st.region_meta if m["artifact"]})
+    st.artifacts = len(kept)
     source = os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
     _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(source)))
 
@@ -359,7 +355,7 @@ def _verify_fused(st: ConversionResult, metas: dict, meta: dict, backend_for) ->
 
 
 def _called_regions(program) -> set[str]:
-    from rewrite.cfg import If, Loop, RegionCall
+    from rewrite.cfg import FusedBlock, If, Loop, RegionCall
 
     found: set[str] = set()
 
@@ -371,10 +367,9 @@ def _called_regions(program) -> set[str]:
                 walk(node.body)
                 walk(node.orelse)
             elif isinstance(node, Loop):
-                if node.fused:
-                    found.add(node.fused.region)
-                else:
-                    walk(node.body)
+                walk(node.body)
+            elif isinstance(node, FusedBlock):
+                found.add(node.region)
 
     walk(program.body)
     return found

@@ -74,6 +74,7 @@ def summary(st) -> dict:
     for d in program.decisions:
         classes[d.dclass] = classes.get(d.dclass, 0) + 1
     exp = st.exploration
+    fused_in = _fused_in(program)
     loops = []
     for lp in program.loops:
         body_regions = sum(1 for loop in _region_loops(program).values() if loop == lp.decision)
@@ -82,7 +83,7 @@ def summary(st) -> dict:
         loops.append({"id": lp.decision, "kind": lp.kind, "origin": f"{lp.origin.func} {lp.origin.lines}",
                       "body_regions": body_regions, "iterations": iterations,
                       "calls_per_iteration": round(calls / iterations, 3) if iterations else None,
-                      "fused": lp.fused.region if lp.fused else None})
+                      "fused": fused_in.get(lp.decision)})
     return {
         "model": program.name,
         "regions": len(program.regions),
@@ -91,10 +92,31 @@ def summary(st) -> dict:
         "decisions": classes,
         "forced_runs": st.forced_runs,
         "fallbacks": list(getattr(st, "fallbacks", [])),
-        "unfused_loops": list(getattr(st, "unfused", [])),
+        "fused": list(getattr(st, "fused", [])),
+        "unfused": list(getattr(st, "unfused", [])),
         "check": st.check.as_dict() if st.check else None,
         "seconds": {k: round(v, 3) for k, v in st.timings.items()},
     }
+
+
+def _fused_in(program) -> dict[str, str]:
+    """Each decision and loop that runs inside a fused region, mapped to that region."""
+    from rewrite.cfg import FusedBlock, If, Loop
+
+    found: dict[str, str] = {}
+
+    def walk(nodes, region):
+        for node in nodes:
+            if isinstance(node, (If, Loop)):
+                if region:
+                    found[node.decision] = region
+                walk(node.body, region)
+                walk(getattr(node, "orelse", []), region)
+            elif isinstance(node, FusedBlock):
+                walk(node.nodes, node.region)
+
+    walk(program.body, None)
+    return found
 
 
 def _region_loops(program):
@@ -133,15 +155,22 @@ def write_report(workdir: str, st) -> None:
                   "backend calls per iteration in the host | run as |", "|---|---|---|---:|---:|---:|---|"]
         for lp in info["loops"]:
             per = "–" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f}"
-            run = f"one call, `{lp['fused']}` (ONNX Loop)" if lp["fused"] else "host loop"
+            run = f"inside region `{lp['fused']}` (ONNX Loop)" if lp["fused"] else "host loop"
             lines.append(f"| {lp['id']} | {lp['kind']} | {lp['origin']} | {lp['body_regions']} | "
                          f"{lp['iterations']} | {per} | {run} |")
-        if info["unfused_loops"]:
-            lines += ["", "Loops left in the host (correct, one backend call per body region and iteration):", ""]
-            lines += [f"- {u}" for u in info["unfused_loops"]]
-    lines += ["", "## Decisions", "", "| id | class | source |", "|---|---|---|"]
+    if info["fused"] or info["unfused"]:
+        lines += ["", "## Host code run inside graphs", "",
+                  "onnxruntime runs control flow inside a graph, so runs of host code it can express became one "
+                  "region each (decisions as ONNX `If`, loops as `Loop`), checked against the original model:", ""]
+        lines += [f"- {f}" for f in info["fused"]] or ["- none"]
+        if info["unfused"]:
+            lines += ["", "Left in the host (correct, one backend call per region):", ""]
+            lines += [f"- {u}" for u in info["unfused"]]
+    fused_in = _fused_in(program)
+    lines += ["", "## Decisions", "", "| id | class | source | taken by |", "|---|---|---|---|"]
     for d in program.decisions:
-        lines.append(f"| {d.decision} | {d.dclass}-determined | {d.origin.func} {d.origin.lines} |")
+        by = f"region `{fused_in[d.decision]}` (ONNX If)" if d.decision in fused_in else "host.py"
+        lines.append(f"| {d.decision} | {d.dclass}-determined | {d.origin.func} {d.origin.lines} | {by} |")
     with open(os.path.join(workdir, "report.md"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     with open(os.path.join(workdir, "report.json"), "w", encoding="utf-8") as fh:

@@ -10,7 +10,7 @@ import html
 
 from rich.tree import Tree
 
-from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
+from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code
 
 __all__ = ["program_tree", "program_dot", "tree_text"]
 
@@ -35,9 +35,12 @@ def _add(tree: Tree, nodes: list) -> None:
                 _add(branch.add("[red]else[/]"), node.orelse)
         elif isinstance(node, Loop):
             head = code(node.test) if node.kind == "while" else f"{code(node.target)} in {code(node.iter)}"
-            fused = f", runs whole in region {node.fused.region}" if node.fused else ""
             _add(tree.add(f"[magenta]{node.kind}[/] {head}  [dim](loop {node.decision}, execution-determined, "
-                          f"{node.origin.func} {node.origin.lines}{fused})[/]"), node.body)
+                          f"{node.origin.func} {node.origin.lines})[/]"), node.body)
+        elif isinstance(node, FusedBlock):
+            ins, outs = ", ".join(node.args) or "–", ", ".join(node.outputs) or "–"
+            _add(tree.add(f"[cyan]one region[/] [bold]{node.region}[/] ({node.origin.func} {node.origin.lines}): "
+                          f"{ins} → {outs}  [dim](runs, inside its graph:)[/]"), node.nodes)
 
 
 def program_tree(program: Program, title: str) -> Tree:
@@ -115,8 +118,7 @@ class _Dot:
                 exits += self.chain(node.orelse, [(name, "false")], loop) if node.orelse else [(name, "false")]
             elif isinstance(node, Loop):
                 head = code(node.test) if node.kind == "while" else f"for {code(node.target)} in {code(node.iter)}"
-                fused = f"\nruns whole in {node.fused.region}" if node.fused else ""
-                name = self.node(f"{head}\n{node.decision} (execution){fused}", shape="ellipse", style="filled",
+                name = self.node(f"{head}\n{node.decision} (execution)", shape="ellipse", style="filled",
                                  fillcolor="#e2d9f3")
                 self._connect(exits, name)
                 breaks: list = []
@@ -124,6 +126,13 @@ class _Dot:
                 for src, label in body_exits:
                     self.edge(src, name, label, style="dashed")
                 exits = [(name, "done")] + breaks
+            elif isinstance(node, FusedBlock):  # one region: its decisions and loops drawn inside a cluster
+                self.count += 1
+                self.lines.append(f"  subgraph cluster_{self.count} {{")
+                self.lines.append(f'  label="{_escape(node.region)}: one region"; style="rounded,filled"; '
+                                  f'fillcolor="#eef6ee";')
+                exits = self.chain(node.nodes, exits, loop)
+                self.lines.append("  }")
         return exits
 
     def _connect(self, exits, name: str) -> None:

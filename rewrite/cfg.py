@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 __all__ = ["Origin", "Stmt", "IfNode", "LoopNode", "Jump", "Region", "RegionCall", "HostStmt", "If", "Loop",
-           "FusedLoop", "Program", "code"]
+           "FusedBlock", "Program", "code"]
 
 _EMPTY = cst.Module([])
 
@@ -142,29 +142,31 @@ class If:
 class Loop:
     """A host loop; `decision` names it (`L12`), its test is execution-determined."""
 
-    __slots__ = ("kind", "test", "target", "iter", "body", "origin", "decision", "fused")
+    __slots__ = ("kind", "test", "target", "iter", "body", "origin", "decision")
 
     def __init__(self, kind: str, body: list, origin: Origin, decision: str, test=None, target=None, iter=None):
         self.kind, self.body, self.origin, self.decision = kind, body, origin, decision
         self.test, self.target, self.iter = test, target, iter
-        self.fused: FusedLoop | None = None  # set when a backend runs the whole loop as one region
 
 
-class FusedLoop:
-    """A host loop compiled whole: one call to `region` runs every iteration.
+class FusedBlock:
+    """A run of host nodes a backend runs as one region: decisions and loops inside its graph.
 
-    `args` are the call's argument expressions, `outputs` the names it assigns,
-    and `extends` the (list, output) pairs whose per-iteration appends come back stacked.
+    The host calls `region` with `args` (names), assigns `outputs`, runs `hoisted`
+    statements (empty lists) before the call and extends each list in `extends`
+    with the stacked values its loops appended. `nodes` are the host nodes it replaces.
     """
 
-    __slots__ = ("region", "args", "outputs", "extends", "regions")
+    __slots__ = ("region", "args", "outputs", "extends", "hoisted", "nodes", "origin", "returns")
 
-    def __init__(self, region: str, args: list, outputs: list[str], extends: list[tuple[str, str]],
-                 regions: list[str]):
-        self.region, self.args, self.outputs, self.extends, self.regions = region, args, outputs, extends, regions
+    def __init__(self, region: str, args: list[str], outputs: list[str], extends: list[tuple[str, str]],
+                 hoisted: list, nodes: list, origin: Origin):
+        self.region, self.args, self.outputs, self.extends = region, args, outputs, extends
+        self.hoisted, self.nodes, self.origin = hoisted, nodes, origin
+        self.returns: bool | None = None  # the block ends the function: returns its outputs (as a tuple if True)
 
     def __repr__(self) -> str:
-        return f"Loop[{self.decision}]({self.kind}, {self.body!r})"
+        return f"FusedBlock({self.region}: {self.args} -> {self.outputs}, {self.nodes!r})"
 
 
 class Program:

@@ -14,18 +14,18 @@ ZOO = os.path.join(ROOT, "models_zoo")
 
 @pytest.fixture(scope="session")
 def converted(tmp_path_factory):
-    """converted(path, backend="onnxruntime", check=50, fuse_loops=True) -> ConversionResult (cached)."""
+    """converted(path, backend="onnxruntime", check=50, fuse=True) -> ConversionResult (cached)."""
     from dycl.convert import ConvertOptions, convert
 
     cache: dict = {}
     base = tmp_path_factory.mktemp("packages")
 
-    def run(path: str, backend: str = "onnxruntime", check: int = 50, fuse_loops: bool = True):
-        key = (path, backend, check, fuse_loops)
+    def run(path: str, backend: str = "onnxruntime", check: int = 50, fuse: bool = True):
+        key = (path, backend, check, fuse)
         if key not in cache:
-            name = f"{os.path.splitext(os.path.basename(path))[0]}-{backend}-{check}{'' if fuse_loops else '-host-loops'}"
+            name = f"{os.path.splitext(os.path.basename(path))[0]}-{backend}-{check}{'' if fuse else '-host'}"
             opts = ConvertOptions(path, str(base / name), backend, check)
-            opts.fuse_loops = fuse_loops
+            opts.fuse = fuse
             cache[key] = convert(opts)
         return cache[key]
 

@@ -1,0 +1,125 @@
+"""Host code run inside one onnxruntime graph (ONNX If and Loop): the same answers as the host, on every path."""
+import ast
+import json
+import os
+
+import numpy as np
+import pytest
+
+import dycl
+from conftest import MODELS, ZOO
+from dycl.explore import to_numpy
+
+# Decisions (skipnet, blockdrop, moe, batch_gated), early exits (sdn, branchynet), loops (the decoders, act)
+# and loops with a break flag and decisions inside (c_break_continue).
+FUSED = [os.path.join(ZOO, f"{m}.py") for m in ["skipnet", "blockdrop", "moe", "batch_gated", "sdn", "branchynet",
+                                                 "rnn_early_stop", "seq2seq", "caption", "act"]] \
+    + [os.path.join(MODELS, f"{m}.py") for m in ["c_while_item_counter", "c_for_break_decoder", "c_nested_if",
+                                                  "c_break_continue", "c_early_return"]]
+
+
+def _host_control(package: str) -> int:
+    tree = ast.parse(open(os.path.join(package, "host.py")).read())
+    return sum(isinstance(n, (ast.For, ast.While, ast.If)) for n in ast.walk(tree))
+
+
+def _count_calls(net) -> list:
+    """Count backend calls from now on: each region call appends one entry to the returned list."""
+    calls = []
+    for name, region in list(vars(net.regions).items()):
+        def counted(*args, _region=region):
+            calls.append(1)
+            return _region(*args)
+        setattr(net.regions, name, counted)
+    return calls
+
+
+def _same(a, b) -> None:
+    if isinstance(a, (tuple, list)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            _same(a[k], b[k])
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    else:
+        assert type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("path", FUSED, ids=lambda p: os.path.basename(p)[:-3])
+def test_fused_graph_matches_the_host(converted, path):
+    fused = converted(path, check=20)
+    host = converted(path, check=20, fuse=False)
+    assert fused.check.passed and host.check.passed
+
+    manifest = json.load(open(os.path.join(fused.out, "manifest.json")))
+    blocks = [r for r in manifest["regions"] if r.get("fuses")]
+    assert blocks, fused.unfused
+    # Every decision and loop moved into the graph; the host keeps none.
+    assert _host_control(fused.out) == 0 and _host_control(host.out) > 0
+
+    a, b = dycl.load(fused.out), dycl.load(host.out)
+    calls_a, calls_b = _count_calls(a), _count_calls(b)
+    for inp in fused.spec.sample_inputs(24):
+        args = [to_numpy(v) for v in inp]
+        _same(a(*args), b(*args))
+    assert sum(calls_a) < sum(calls_b)
+
+
+def test_samples_reach_every_exit_of_the_fused_loop():
+    """c_while_item_counter's samples stop it after zero iterations, on its test, its `break` and its cap."""
+    from dycl.modelfile import load_model_file
+
+    spec = load_model_file(os.path.join(MODELS, "c_while_item_counter.py"))
+    counts = {spec.model(*inp)[1] for inp in spec.sample_inputs(24)}
+    assert {0, 1, 6} <= counts and counts - {0, 1, 6}, counts
+
+
+def test_report_says_where_each_decision_runs(converted):
+    result = converted(os.path.join(ZOO, "skipnet.py"), check=20)
+    report = open(os.path.join(result.out, "report.md")).read()
+    assert "## Host code run inside graphs" in report
+    assert report.count("(ONNX If)") == len(result.program.decisions) > 0
+    host = open(os.path.join(result.out, "host.py")).read()
+    assert "run as one region" in host and "#   if gate_prob.item() > 0.5:" in host
+
+
+def test_code_left_in_the_host_says_why(converted):
+    # c_outputs_structures builds a Python list of arrays, which a graph does not hold.
+    result = converted(os.path.join(MODELS, "c_outputs_structures.py"), check=20)
+    assert any(u.startswith("forward L25: `[h]`") for u in result.unfused), result.unfused
+    report = open(os.path.join(result.out, "report.md")).read()
+    assert "Left in the host" in report
+
+
+@pytest.mark.parametrize("text", ["a // b", "a % b", "a * b - 3", "-a + b", "a < b", "a != b and not a == 0",
+                                  "a * 0.5 >= b", "b // 2.5"])
+def test_host_expressions_compute_as_python_does(text):
+    """Host arithmetic moved into a graph keeps Python's semantics (floor division, the sign of %, float64)."""
+    import itertools
+
+    import libcst as cst
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from dycl.fuse import Val, _Env, _Expr, _Graph, _Names
+
+    names = _Names()
+    graph = _Graph(names)
+    env = _Env(source=lambda n: Val(n, "int"))
+    expr = _Expr(graph, env)
+    node = cst.parse_expression(text)
+    out = expr.test(node) if any(op in text for op in ("<", ">", "=", " and ")) else expr(node)
+    model = helper.make_model(helper.make_graph(
+        graph.nodes, "t", [helper.make_tensor_value_info(n, TensorProto.INT64, []) for n in "ab"],
+        [helper.make_tensor_value_info(out.name, out.elem, [])], initializer=graph.initializers),
+        opset_imports=[helper.make_opsetid("", 17)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for a, b in itertools.product([-7, -3, 0, 4, 9], [-4, -1, 3, 5]):
+        (got,) = session.run(None, {"a": np.array(a, np.int64), "b": np.array(b, np.int64)})
+        want = eval(text, {}, {"a": a, "b": b})
+        assert got.item() == want, (text, a, b, got, want)
