@@ -106,12 +106,12 @@ def test_host_expressions_compute_as_python_does(text):
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    from dycl.fuse import Val, _Env, _Expr, _Graph, _Names
+    from dycl.fuse.graph import Env, Expr, Graph, Names, Val
 
-    names = _Names()
-    graph = _Graph(names)
-    env = _Env(source=lambda n: Val(n, "int"))
-    expr = _Expr(graph, env)
+    names = Names()
+    graph = Graph(names)
+    env = Env(source=lambda n: Val(n, "int"))
+    expr = Expr(graph, env)
     node = cst.parse_expression(text)
     out = expr.test(node) if any(op in text for op in ("<", ">", "=", " and ")) else expr(node)
     model = helper.make_model(helper.make_graph(

@@ -1,0 +1,183 @@
+"""Run a stretch of host code as one onnxruntime region: decisions as ONNX `If`, loops as `Loop`.
+
+Every region call costs a backend call (about 10 µs in onnxruntime) and every
+host loop a Python iteration, while a gated block or a decoder step often
+costs less than that. onnxruntime runs control flow inside a graph, so where
+a run of host nodes is region calls plus host code ONNX can express (scalar
+counters, `.item()` comparisons, `.shape[i]`, `lst.append(v)` in a loop,
+`if c: break` at a loop's end), the regions' graphs are inlined into one graph
+with `If` and `Loop` nodes and the host calls it once. Python scalars travel
+as 0-d tensors with Python's own precision (int64, float64, bool), so every
+comparison decides as the host would. Backends without control flow (TVM)
+keep the host's decisions, which is what they need.
+"""
+from __future__ import annotations
+
+import libcst as cst
+import onnx
+from onnx import helper
+
+from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code
+
+from .block import Block, Context
+from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Unfusable, Val
+from .runs import _empty_list, _returns, _runs, names_outside, worth_it
+
+__all__ = ["Unfusable", "Fusion", "fuse_program"]
+
+
+def _build(program: Program, run: list, name: str, signature: list[dict], metas: dict[str, dict],
+           models: dict[str, onnx.ModelProto]) -> tuple[onnx.ModelProto, dict, FusedBlock]:
+    """The ONNX model running `run`, its region metadata, and the host's call."""
+    called = _called(run)
+    opsets = {(o.domain or "", o.version) for r in called if r in models for o in models[r].opset_import}
+    if len(opsets) > 1:
+        raise Unfusable("its regions use different ONNX opsets or custom domains")
+    ctx = Context(program, run, metas, models, signature)
+    graph, env = Graph(ctx.names), Env(source=ctx.input)
+    block = Block(ctx, graph, env, top=True, returning=_returns(run))
+    for k, node in enumerate(run):
+        try:
+            if block.returning and isinstance(node, If) and not node.orelse and _returns(node.body):
+                block.run(run[k:])  # an early exit: the rest of the run is its else arm
+                break
+            block.run([node])
+        except Unfusable as exc:
+            exc.at = node
+            raise
+    returns = None
+    if block.ret is not None:
+        returns = _returned_names(ctx.returns)
+        live, vals = returns, block.ret
+    else:
+        outside = names_outside(program, {id(n) for n in run})
+        live = [n for n in env if env.bound(n) and n in outside]
+        vals = [env[n] for n in live]
+    outs = [graph.op("Identity", [v.name]) for v in vals]
+    outs += [graph.op("Identity", [v.name]) for v in ctx.scans.values()]
+    vals = vals + list(ctx.scans.values())
+    inputs = list(ctx.inputs.items())
+    onnx_graph = helper.make_graph(graph.nodes, name, [helper.make_tensor_value_info(v.name, v.elem, None)
+                                                       for _, v in inputs],
+                                   [helper.make_tensor_value_info(o, v.elem, None) for o, v in zip(outs, vals)],
+                                   initializer=graph.initializers)
+    opset = max([v for _, v in opsets] or [17])
+    ir = max([models[r].ir_version for r in called if r in models] or [8])
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="dycl",
+                              ir_version=ir)
+    out_names = live + [f"{lst}_items" for lst in ctx.scans]
+    origin = _span(run)
+    meta = {
+        "name": name,
+        "origin": f"{origin.func} {origin.lines}",
+        "artifact": None,
+        "backend": "onnxruntime",
+        "inputs": [{"name": n, "spec": _spec(v)} for n, v in inputs],
+        "outputs": [{"name": n, "spec": _spec(v)} for n, v in zip(out_names, vals)],
+        "input_leaves": [{"dtype": _dtype(v), "shape": None} for _, v in inputs],
+        "graph_inputs": list(range(len(inputs))),
+        "output_leaves": [{"source": "graph", "index": k} for k in range(len(vals))],
+        "source_lines": [origin.first, origin.last],
+        "fuses": called,
+    }
+    hoisted = [n for n in run if isinstance(n, HostStmt) and _empty_list(n.node)]
+    block = FusedBlock(name, [n for n, _ in inputs], out_names, [(lst, f"{lst}_items") for lst in ctx.scans],
+                       hoisted, run, origin)
+    if returns is not None:
+        block.returns = ctx.returns[0][0]
+    return model, meta, block
+
+
+def _returned_names(returns: list[tuple[bool, list]]) -> list[str]:
+    """Names for returned values: the variable every return gives in that position, else `returned_k`."""
+    shapes = {(is_tuple, len(values)) for is_tuple, values in returns}
+    if len(shapes) != 1:
+        raise Unfusable("the returns give values of different shapes")
+    names = []
+    for k in range(len(returns[0][1])):
+        given = {code(values[k]) for _, values in returns}
+        name = given.pop() if len(given) == 1 and isinstance(returns[0][1][k], cst.Name) else f"returned_{k}"
+        names.append(name if name not in names else f"returned_{k}")
+    return names
+
+
+def _origins(nodes: list) -> list:
+    out = []
+    for n in nodes:
+        out.append(n.region.origin if isinstance(n, RegionCall) else n.origin)
+        if isinstance(n, If):
+            out += _origins(n.body) + _origins(n.orelse)
+        elif isinstance(n, Loop):
+            out += _origins(n.body)
+    return out
+
+
+def _span(run: list):
+    """Source lines of `run`, nested nodes included (inlined code from other functions does not count)."""
+    origins = _origins(run)
+    origin = origins[0]
+    for other in origins[1:]:
+        origin = origin.span(other)
+    return origin
+
+
+def _called(nodes: list) -> list[str]:
+    out: dict[str, None] = {}
+    for node in nodes:
+        if isinstance(node, RegionCall):
+            out[node.region.name] = None
+        elif isinstance(node, If):
+            out.update(dict.fromkeys(_called(node.body) + _called(node.orelse)))
+        elif isinstance(node, Loop):
+            out.update(dict.fromkeys(_called(node.body)))
+    return list(out)
+
+
+class Fusion:
+    """One run of host nodes built as a graph: `apply` puts its FusedBlock in the host tree, `undo` takes it out."""
+
+    def __init__(self, nodes: list, run: list, model: onnx.ModelProto, meta: dict, block: FusedBlock):
+        self.nodes, self.run, self.model, self.meta, self.block = nodes, run, model, meta, block
+
+    def apply(self) -> None:
+        start = next(k for k, n in enumerate(self.nodes) if n is self.run[0])
+        self.nodes[start:start + len(self.run)] = [self.block]
+
+    def undo(self) -> None:
+        start = next(k for k, n in enumerate(self.nodes) if n is self.block)
+        self.nodes[start:start + 1] = self.run
+
+
+def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict],
+                 models: dict[str, onnx.ModelProto]) -> tuple[list[Fusion], list[str]]:
+    """Every run worth a graph, built against the unchanged program; and why the others were not built."""
+    fusions, reasons = [], []
+    work = _runs(program.body, metas)
+    while work:
+        nodes, start, end = work.pop(0)
+        run = nodes[start:end]
+        origin = _span(run)
+        try:
+            model, meta, block = _build(program, run, f"block_L{origin.first}", signature, metas, models)
+        except Unfusable as exc:  # keep the node it failed on in the host; try the code around and inside it
+            k = start + next(i for i, n in enumerate(run) if n is exc.at)
+            where = exc.at.region.origin if isinstance(exc.at, RegionCall) else exc.at.origin
+            reasons.append(f"{where.func} {where.lines}: {exc.args[0]}")
+            work += [(nodes, a, b) for a, b in ((start, k), (k + 1, end)) if worth_it(nodes[a:b])]
+            if isinstance(exc.at, If):
+                work += _runs(exc.at.body, metas) + _runs(exc.at.orelse, metas)
+            elif isinstance(exc.at, Loop):
+                work += _runs(exc.at.body, metas)
+            continue
+        fusions.append(Fusion(nodes, run, model, meta, block))
+    return fusions, reasons
+
+
+def _spec(val: Val) -> dict:
+    return {"t": "array"} if val.kind == "array" else {"t": "scalar", "dtype": DTYPE_OF_KIND[val.kind]}
+
+
+def _dtype(val: Val) -> str:
+    if val.kind != "array":
+        return DTYPE_OF_KIND[val.kind]
+    return {v: k for k, v in NP_ELEM.items()}.get(val.elem, "float32")

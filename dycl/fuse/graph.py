@@ -1,0 +1,228 @@
+"""Values, graphs under construction and host expressions as ONNX nodes."""
+from __future__ import annotations
+
+import libcst as cst
+from onnx import TensorProto, helper
+
+from rewrite.cfg import code
+
+
+class Unfusable(Exception):
+    """Why host code stays in the host; `at` is the top-level node of the run it failed in."""
+
+    at = None
+
+
+_SCALAR_ELEM = {"int": TensorProto.INT64, "float": TensorProto.DOUBLE, "bool": TensorProto.BOOL}
+_KIND_OF_DTYPE = {"bool": "bool", "float16": "float", "float32": "float", "float64": "float"}
+DTYPE_OF_KIND = {"int": "int64", "float": "float64", "bool": "bool"}
+NP_ELEM = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16,
+            "int64": TensorProto.INT64, "int32": TensorProto.INT32, "bool": TensorProto.BOOL,
+            "uint8": TensorProto.UINT8, "int8": TensorProto.INT8}
+_COMPARE = {cst.LessThan: "Less", cst.GreaterThan: "Greater", cst.LessThanEqual: "LessOrEqual",
+            cst.GreaterThanEqual: "GreaterOrEqual", cst.Equal: "Equal", cst.NotEqual: "Equal"}
+ARITH = {cst.Add: "Add", cst.Subtract: "Sub", cst.Multiply: "Mul", cst.AddAssign: "Add",
+          cst.SubtractAssign: "Sub", cst.MultiplyAssign: "Mul"}
+
+
+def scalar_kind(dtype: str) -> str:
+    return _KIND_OF_DTYPE.get(dtype, "int")
+
+
+class Val:
+    """A value in the graph: an array (`elem` its element type) or a Python scalar as a 0-d tensor."""
+
+    __slots__ = ("name", "kind", "elem")
+
+    def __init__(self, name: str, kind: str, elem: int | None = None):
+        self.name, self.kind = name, kind
+        self.elem = _SCALAR_ELEM[kind] if kind != "array" else elem
+
+    def same_type(self, other: "Val") -> bool:
+        return self.kind == other.kind and self.elem == other.elem
+
+
+class Graph:
+    """Nodes and initializers of one graph under construction; names are unique across the model."""
+
+    def __init__(self, names: "Names"):
+        self.nodes: list = []
+        self.initializers: list = []
+        self.names = names
+
+    def op(self, op_type: str, inputs: list[str], **attrs) -> str:
+        out = self.names.fresh(op_type.lower())
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def const(self, value, kind: str) -> Val:
+        name = self.names.fresh("const")
+        self.initializers.append(helper.make_tensor(name, _SCALAR_ELEM[kind], [], [value]))
+        return Val(name, kind)
+
+    def cast(self, val: Val, kind: str) -> Val:
+        if val.kind == kind:
+            return val
+        return Val(self.op("Cast", [val.name], to=_SCALAR_ELEM[kind]), kind)
+
+    def scalar(self, val: Val) -> Val:
+        """`.item()`: a one-element array as the Python scalar it would become."""
+        if val.kind != "array":
+            return val
+        shape = self.names.fresh("shape")
+        self.initializers.append(helper.make_tensor(shape, TensorProto.INT64, [0], []))
+        flat = Val(self.op("Reshape", [val.name, shape]), "array", val.elem)
+        kind = "bool" if val.elem == TensorProto.BOOL else (
+            "float" if val.elem in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16) else "int")
+        return Val(self.op("Cast", [flat.name], to=_SCALAR_ELEM[kind]), kind)
+
+    def truth(self, val: Val) -> Val:
+        """Python's `bool(value)`."""
+        val = self.scalar(val)
+        if val.kind == "bool":
+            return val
+        return self.cast(val, "bool")  # Cast to bool is `!= 0`, like Python
+
+
+class Names:
+    def __init__(self):
+        self.count = 0
+
+    def fresh(self, stem: str) -> str:
+        self.count += 1
+        return f"{stem}_{self.count}"
+
+
+class Expr:
+    """Host expressions as ONNX nodes, over an environment of names to values."""
+
+    def __init__(self, graph: Graph, env: "Env"):
+        self.g, self.env = graph, env
+
+    def __call__(self, node: cst.BaseExpression) -> Val:
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise Unfusable(f"`{code(node)}` has no ONNX form here")
+        return method(node)
+
+    def test(self, node: cst.BaseExpression) -> Val:
+        """An expression in a test position (`if`, `while`): its truth value."""
+        if isinstance(node, cst.BooleanOperation):
+            op = "And" if isinstance(node.operator, cst.And) else "Or"
+            return Val(self.g.op(op, [self.test(node.left).name, self.test(node.right).name]), "bool")
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return Val(self.g.op("Not", [self.test(node.expression).name]), "bool")
+        return self.g.truth(self(node))
+
+    def _Name(self, node: cst.Name) -> Val:
+        if node.value in ("True", "False"):
+            return self.g.const(node.value == "True", "bool")
+        return self.env[node.value]
+
+    def _Subscript(self, node: cst.Subscript) -> Val:
+        """`x.shape[i]` (a Python int) or `x[i, j]` with constant indices (an array)."""
+        indices = []
+        for element in node.slice:
+            index = element.slice.value if isinstance(element.slice, cst.Index) else None
+            try:
+                indices.append(int(code(index)) if index is not None else None)
+            except ValueError:
+                indices.append(None)
+        if None in indices:
+            raise Unfusable(f"`{code(node)}`: only constant integer indices are expressed in ONNX")
+        value = node.value
+        if isinstance(value, cst.Attribute) and value.attr.value == "shape" and len(indices) == 1:
+            array = self(value.value)
+            if array.kind == "array":
+                position = self.g.const(indices[0], "int")
+                return Val(self.g.op("Gather", [self.g.op("Shape", [array.name]), position.name], axis=0), "int")
+        array = self(value)
+        if array.kind != "array":
+            raise Unfusable(f"`{code(node)}` indexes a Python value")
+        out = array.name
+        for index in indices:  # each scalar index drops the leading axis
+            out = self.g.op("Gather", [out, self.g.const(index, "int").name], axis=0)
+        return Val(out, "array", array.elem)
+
+    def _Integer(self, node: cst.Integer) -> Val:
+        return self.g.const(int(node.evaluated_value), "int")
+
+    def _Float(self, node: cst.Float) -> Val:
+        return self.g.const(float(node.evaluated_value), "float")
+
+    def _Call(self, node: cst.Call) -> Val:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
+            value = self(func.value)
+            if value.kind != "array":
+                raise Unfusable(f"`{code(node)}`: .item() of a Python scalar")
+            return self.g.scalar(value)
+        if isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and len(node.args) == 1:
+            value = self.g.scalar(self(node.args[0].value))
+            if func.value == "bool":
+                return self.g.truth(value)
+            if func.value == "int" and value.kind == "float":
+                raise Unfusable(f"`{code(node)}`: int() of a float truncates; not expressed in ONNX")
+            return self.g.cast(value, func.value)
+        raise Unfusable(f"`{code(node)}` has no ONNX form here")
+
+    def _numbers(self, left: Val, right: Val, what: str) -> tuple[Val, Val, str]:
+        if left.kind == "array" or right.kind == "array":
+            raise Unfusable(f"`{what}` mixes an array into Python arithmetic")
+        kind = "float" if "float" in (left.kind, right.kind) else "int"
+        return self.g.cast(left, kind), self.g.cast(right, kind), kind
+
+    def _Comparison(self, node: cst.Comparison) -> Val:
+        if len(node.comparisons) != 1 or type(node.comparisons[0].operator) not in _COMPARE:
+            raise Unfusable(f"`{code(node)}`: only single comparisons are expressed in ONNX")
+        target = node.comparisons[0]
+        left, right, _ = self._numbers(self(node.left), self(target.comparator), code(node))
+        out = self.g.op(_COMPARE[type(target.operator)], [left.name, right.name])
+        if isinstance(target.operator, cst.NotEqual):
+            out = self.g.op("Not", [out])
+        return Val(out, "bool")
+
+    def _BinaryOperation(self, node: cst.BinaryOperation) -> Val:
+        left, right, kind = self._numbers(self(node.left), self(node.right), code(node))
+        if isinstance(node.operator, cst.FloorDivide):
+            return self.floordiv(left, right, kind)
+        if isinstance(node.operator, cst.Modulo) and kind == "int":
+            return Val(self.g.op("Mod", [left.name, right.name], fmod=0), kind)  # Python's sign rule
+        if type(node.operator) not in ARITH:
+            raise Unfusable(f"`{code(node)}`: only +, -, *, // and int % are expressed in ONNX")
+        return Val(self.g.op(ARITH[type(node.operator)], [left.name, right.name]), kind)
+
+    def floordiv(self, left: Val, right: Val, kind: str) -> Val:
+        """Python's `//`, which floors (ONNX Div truncates integers toward zero)."""
+        if kind == "float":
+            return Val(self.g.op("Floor", [self.g.op("Div", [left.name, right.name])]), kind)
+        rest = self.g.op("Mod", [left.name, right.name], fmod=0)
+        return Val(self.g.op("Div", [self.g.op("Sub", [left.name, rest]), right.name]), kind)
+
+    def _UnaryOperation(self, node: cst.UnaryOperation) -> Val:
+        if isinstance(node.operator, cst.Not):
+            return self.test(node)
+        if isinstance(node.operator, cst.Minus):
+            value = self(node.expression)
+            if value.kind == "array":
+                raise Unfusable(f"`{code(node)}` negates an array in the host")
+            return Val(self.g.op("Neg", [self.g.cast(value, "float" if value.kind == "float" else "int").name]),
+                       "float" if value.kind == "float" else "int")
+        raise Unfusable(f"`{code(node)}` has no ONNX form here")
+
+    def _BooleanOperation(self, node) -> Val:
+        raise Unfusable(f"`{code(node)}`: `and`/`or` outside a test yields an operand, not a bool")
+
+
+class Env(dict):
+    """Names bound in one graph scope; a name not bound here is looked up in the enclosing scope."""
+
+    def __init__(self, parent: "Env | None" = None, source=None):
+        super().__init__()
+        self.parent, self.source = parent, source
+
+    def __missing__(self, name: str) -> Val:
+        return self.parent[name] if self.parent is not None else self.source(name)
+
+    def bound(self, name: str) -> bool:
+        return dict.__contains__(self, name)

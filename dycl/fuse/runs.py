@@ -1,0 +1,209 @@
+"""Which runs of host nodes to fuse, and what the host holds before them."""
+from __future__ import annotations
+
+import libcst as cst
+
+from rewrite.build import reads_writes
+from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall
+
+from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, Val, scalar_kind
+
+
+def _candidate(node, metas: dict, in_loop: bool = False, top: bool = False, returning: bool = False) -> bool:
+    """Could `node` run inside a graph? (Building it decides for sure.)"""
+    if isinstance(node, RegionCall):
+        meta = metas[node.region.name]
+        return meta["backend"] == "onnxruntime" and _flat(meta)
+    if isinstance(node, HostStmt):
+        stmt = node.node
+        if isinstance(stmt, cst.Return):
+            return returning
+        return node.dead or isinstance(stmt, (cst.Assign, cst.AugAssign)) and not (_empty_list(stmt) and not top) \
+            or (in_loop and _append(stmt))
+    if isinstance(node, If):
+        return all(_candidate(n, metas, returning=returning) for n in node.body + node.orelse)
+    if isinstance(node, Loop):
+        steps, _ = split_breaks(node.body)
+        return all(_candidate(n, metas, in_loop=True) for n in steps)
+    return False
+
+
+def worth_it(run: list) -> bool:
+    calls = sum(1 for n in run if isinstance(n, RegionCall))
+    return calls >= 2 or any(isinstance(n, (If, Loop)) for n in run)
+
+
+def _runs(nodes: list, metas: dict) -> list[tuple[list, int, int]]:
+    """Maximal runs of candidate nodes worth a region, as (list, start, end), innermost lists searched too.
+
+    In a list that ends in `return`, returns and early-exit decisions are candidates as well.
+    """
+    found = []
+    returning = _returns(nodes)
+    k = 0
+    while k < len(nodes):
+        if _candidate(nodes[k], metas, top=True, returning=returning):
+            end = k
+            while end < len(nodes) and _candidate(nodes[end], metas, top=True, returning=returning):
+                end += 1
+            if worth_it(nodes[k:end]):
+                found.append((nodes, k, end))
+            k = end
+            continue
+        node = nodes[k]
+        if isinstance(node, If):
+            found += _runs(node.body, metas) + _runs(node.orelse, metas)
+        elif isinstance(node, Loop):
+            found += _runs(node.body, metas)
+        k += 1
+    return found
+
+
+def names_outside(program: Program, skip: set[int]) -> set[str]:
+    """Every name read anywhere in the program outside the nodes in `skip` (a superset of the live ones)."""
+    names: set[str] = set()
+
+    def expr(e):
+        if e is not None:
+            names.update(reads_writes(cst.Expr(e))[0])
+
+    def walk(nodes):
+        for node in nodes:
+            if id(node) in skip:
+                continue
+            if isinstance(node, RegionCall):
+                names.update(node.region.inputs)
+            elif isinstance(node, HostStmt):
+                names.update(reads_writes(node.node)[0])
+            elif isinstance(node, If):
+                expr(node.test)
+                walk(node.body)
+                walk(node.orelse)
+            elif isinstance(node, Loop):
+                expr(node.test)
+                expr(node.iter)
+                walk(node.body)
+            elif isinstance(node, FusedBlock):
+                names.update(node.args)
+
+    walk(program.body)
+    return names
+
+
+class _Stop(Exception):
+    pass
+
+
+class Types:
+    """What the host holds under each name before a node: arrays (with element type) or Python scalars."""
+
+    def __init__(self, program: Program, before, signature: list[dict], metas: dict[str, dict],
+                 out_elems: dict[str, list[int]]):
+        self.kinds: dict[str, tuple[str, int | None] | None] = {}
+        self.metas, self.out_elems, self.before = metas, out_elems, before
+        for param in signature:
+            if param["kind"] == "array":
+                self._set(param["name"], ("array", NP_ELEM.get(param["dtype"])))
+        try:
+            self._walk(program.body)
+        except _Stop:
+            pass
+
+    def _set(self, name: str, kind) -> None:
+        if name in self.kinds and self.kinds[name] != kind:
+            self.kinds[name] = None  # conflicting: unknown
+        else:
+            self.kinds[name] = kind
+
+    def _walk(self, nodes):
+        for node in nodes:
+            if node is self.before:
+                raise _Stop
+            if isinstance(node, RegionCall):
+                meta = self.metas[node.region.name]
+                for out, kind in zip(node.region.outputs, region_output_kinds(meta, self.out_elems[meta["name"]])):
+                    self._set(out, kind)
+            elif isinstance(node, HostStmt) and isinstance(node.node, cst.Assign) and len(node.node.targets) == 1 \
+                    and isinstance(node.node.targets[0].target, cst.Name):
+                self._set(node.node.targets[0].target.value, self._kind(node.node.value))
+            elif isinstance(node, If):
+                self._walk(node.body)
+                self._walk(node.orelse)
+            elif isinstance(node, Loop):
+                if node.kind == "for" and isinstance(node.target, cst.Name):
+                    self._set(node.target.value, ("int", None))
+                self._walk(node.body)
+
+    def _kind(self, expr: cst.BaseExpression):
+        """The kind of a host expression over names of known kinds (by building it into a scratch graph)."""
+        env = Env(source=self._known)
+        try:
+            val = Expr(Graph(Names()), env)(expr)
+        except Unfusable:
+            return None
+        return val.kind, val.elem if val.kind == "array" else None
+
+    def _known(self, name: str) -> Val:
+        kind = self.kinds.get(name)
+        if kind is None:
+            raise Unfusable(name)
+        return Val(name, *kind)
+
+    def get(self, name: str):
+        return self.kinds.get(name)
+
+
+def region_output_kinds(meta: dict, graph_elems: list[int]) -> list[tuple[str, int | None]]:
+    """(kind, element type) of each output of a flat region."""
+    kinds = []
+    for out, leaf in zip(meta["outputs"], meta["output_leaves"]):
+        spec = out["spec"]
+        if spec["t"] == "scalar":
+            kinds.append((scalar_kind(spec["dtype"]), None))
+        elif leaf["source"] == "graph":
+            kinds.append(("array", graph_elems[leaf["index"]]))
+        else:
+            kinds.append(("array", NP_ELEM.get(meta["input_leaves"][leaf["index"]]["dtype"])))
+    return kinds
+
+
+def _flat(meta: dict) -> bool:
+    return all(i["spec"]["t"] in ("array", "scalar") for i in meta["inputs"]) and \
+        all(o["spec"]["t"] in ("array", "scalar") for o in meta["outputs"])
+
+
+def _returns(nodes: list) -> bool:
+    """Does every path through `nodes` end in a return?"""
+    if not nodes:
+        return False
+    last = nodes[-1]
+    if isinstance(last, HostStmt):
+        return isinstance(last.node, cst.Return)
+    if isinstance(last, If):
+        return _returns(last.body) and _returns(last.orelse)
+    return False
+
+
+def split_breaks(body: list) -> tuple[list, list]:
+    """A loop body as (steps, trailing `if c: break` nodes)."""
+    body = [n for n in body if not (isinstance(n, HostStmt) and n.dead)]
+    tail = len(body)
+    while tail and _is_break_if(body[tail - 1]):
+        tail -= 1
+    return body[:tail], body[tail:]
+
+
+def _is_break_if(node) -> bool:
+    return isinstance(node, If) and not node.orelse and len(node.body) == 1 \
+        and isinstance(node.body[0], HostStmt) and isinstance(node.body[0].node, cst.Break)
+
+
+def _empty_list(stmt) -> bool:
+    return isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name) \
+        and isinstance(stmt.value, cst.List) and not stmt.value.elements
+
+
+def _append(stmt) -> bool:
+    return isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) \
+        and isinstance(stmt.value.func, cst.Attribute) and stmt.value.func.attr.value == "append" \
+        and isinstance(stmt.value.func.value, cst.Name) and len(stmt.value.args) == 1
