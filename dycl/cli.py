@@ -7,6 +7,7 @@ import time
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 __all__ = ["main"]
@@ -47,7 +48,13 @@ def main() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sample_inputs().")
 @click.option("--no-fuse", is_flag=True, help="Keep every decision and loop in host.py (by default onnxruntime "
                                                "runs those it can express inside one graph).")
-def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, no_fuse) -> None:
+@click.option("--tune", "tune_trials", type=click.IntRange(min=0), default=0, metavar="TRIALS",
+              help="TVM: tune each region's static-shape kernels with MetaSchedule, measuring up to TRIALS "
+                   "candidates per region (records are cached and reused). Needs the 'tune' extra.")
+@click.option("--tune-budget", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
+              help="Stop tuning after this long (the regions left get the default schedules).")
+def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, no_fuse, tune_trials,
+            tune_budget) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
 
@@ -55,6 +62,8 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     from .modelfile import ModelFileError
     from .package import summary
 
+    if tune_trials and backend not in ("tvm", "auto"):
+        raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm or --backend auto")
     console = Console(stderr=True)
     opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed,
                           list(dynamic) or None)
@@ -62,13 +71,27 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     opts.fuse = not no_fuse
     start = time.perf_counter()
     try:
-        with console.status("") as status:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                      TextColumn("{task.fields[count]}"), TimeElapsedColumn(), console=console,
+                      transient=True) as progress:
+            step_task = progress.add_task("", total=None, count="")
+            tune_task = None
+
             def on_step(step: str, phase: str) -> None:
                 if phase == "start":
-                    status.update(f"[bold]{_STEP_TEXT[step]}[/] …")
+                    progress.update(step_task, description=f"[bold]{_STEP_TEXT[step]}[/] …")
                 else:
-                    console.print(f"  [green]✓[/] {_STEP_TEXT[step]}")
+                    progress.console.print(f"  [green]✓[/] {_STEP_TEXT[step]}")
 
+            def on_tune(region: str, done: int, total: int) -> None:
+                nonlocal tune_task
+                if tune_task is None:
+                    tune_task = progress.add_task("", total=total, count="")
+                progress.update(tune_task, description=f"  tuning {region}", completed=done, total=total,
+                                count=f"{done}/{total} trials")
+
+            if tune_trials:
+                opts.tune = _tune_settings(tune_trials, tune_budget, on_tune)
             result = run_convert(opts, on_step)
     except ConversionError as exc:
         click.echo(exc.format(), err=True)
@@ -85,6 +108,17 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
         sys.exit(1)
     info = summary(result)
     _print_summary(Console(), info, result.out, time.perf_counter() - start)
+
+
+def _tune_settings(trials: int, budget: float, progress):
+    from .backends.tvm_tune import TuneSettings
+
+    try:
+        import psutil  # noqa: F401  (MetaSchedule needs both)
+        import xgboost  # noqa: F401
+    except ImportError as exc:
+        raise click.UsageError(f"--tune needs the 'tune' extra (pip install 'dycl[tune]'): {exc}") from None
+    return TuneSettings(trials, budget, progress=progress)
 
 
 def _print_summary(console: Console, info: dict, out: str, seconds: float) -> None:
@@ -106,6 +140,11 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
         per = "never ran" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f} backend calls"
         table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: {per} per iteration, "
                                           f"{lp['body_regions']} body regions compiled once")
+    if info.get("tuning"):
+        tuning = info["tuning"]
+        table.add_row("tuning", f"{sum(t['tuned'] for t in tuning)} kernels tuned ({sum(t['trials'] for t in tuning)} "
+                                f"trials), {sum(t['cached'] for t in tuning)} from cached records, "
+                                f"{sum(t['dynamic'] for t in tuning)} dynamic left untuned")
     if info.get("fallbacks"):
         table.add_row("[yellow]fallback[/]", f"{len(info['fallbacks'])} region(s) TVM could not compile run on "
                                              "onnxruntime (see report.md)")

@@ -32,7 +32,7 @@ __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS
 
 class ConvertOptions:
     __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
-                 "target", "fuse")
+                 "target", "fuse", "tune")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
@@ -42,12 +42,13 @@ class ConvertOptions:
         self.fixed_sizes: dict[str, int] = {}  # convert for these sizes of the dynamic symbols only
         self.target: str | None = None  # TVM target (JSON); default: this machine's CPU
         self.fuse = True  # onnxruntime: run decisions and loops inside graphs where they can
+        self.tune = None  # backends.tvm_tune.TuneSettings: MetaSchedule for TVM regions
 
     def make_backend(self, name: str | None = None):
         name = name or self.backend
         if name == "auto":
             return None
-        return get_backend(name, **({"target": self.target} if name == "tvm" else {}))
+        return get_backend(name, **({"target": self.target, "tune": self.tune} if name == "tvm" else {}))
 
 
 class ConversionResult:
@@ -63,6 +64,7 @@ class ConversionResult:
         self.fused: list[str] = []  # host code run as one graph, and why other code stayed in the host
         self.unfused: list[str] = []
         self.natural_inputs: list[tuple] = []
+        self.tuning: list[dict] = []  # MetaSchedule statistics per TVM region
         self.artifacts = 0
         self.check = None
         self.timings: dict[str, float] = {}
@@ -217,6 +219,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
     fallback = get_backend("onnxruntime") if backend.name == "tvm" else None
     os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
     compiled: dict[tuple[str, str], str] = {}  # (backend, ONNX content hash) -> artifact
+    tuned_before = len(opts.tune.stats) if opts.tune else 0
     st.region_meta, st.fallbacks = [], []
     for region in st.program.regions:
         record = st.exploration.records[region.name]
@@ -255,6 +258,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                     artifact, used = other, fallback
                     verify_region(st.spec.model, fn, record, other_run, info, origin)
         st.region_meta.append(_region_meta(region, record, info, artifact, origin, used.name))
+    st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
     used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
     for artifact in set(compiled.values()) - used_artifacts:  # measured by --backend auto, then not kept
         os.remove(os.path.join(st.workdir, artifact))

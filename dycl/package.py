@@ -92,6 +92,7 @@ def summary(st) -> dict:
         "decisions": classes,
         "forced_runs": st.forced_runs,
         "fallbacks": list(getattr(st, "fallbacks", [])),
+        "tuning": list(st.tuning),
         "fused": list(getattr(st, "fused", [])),
         "unfused": list(getattr(st, "unfused", [])),
         "check": st.check.as_dict() if st.check else None,
@@ -138,6 +139,16 @@ def write_report(workdir: str, st) -> None:
                   "|---:|---:|---:|---:|---|",
                   f"| {c.samples} | {c.delta:.3g} | {c.eta} | {c.paths} | {'pass' if c.passed else 'FAIL: ' + c.failure} |",
                   ""]
+    if info["tuning"]:
+        lines += ["## TVM tuning (MetaSchedule)", "",
+                  "Kernels with static shapes are tuned; records are cached by kernel, so `cached` ones were "
+                  "tuned before (by this or another conversion).", "",
+                  "| region | kernels | dynamic (default schedule) | cached | tuned | trials | seconds | "
+                  "budget ran out |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+        for t in info["tuning"]:
+            lines.append(f"| `{t['region']}` | {t['kernels']} | {t['dynamic']} | {t['cached']} | {t['tuned']} | "
+                         f"{t['trials']} | {t['seconds']} | {'yes' if t['stopped_by_budget'] else 'no'} |")
+        lines.append("")
     if info["fallbacks"]:
         lines += ["## Regions on onnxruntime instead of TVM", ""]
         lines += [f"- {f}" for f in info["fallbacks"]] + [""]

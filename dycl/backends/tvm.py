@@ -2,6 +2,8 @@
 
 Compile: `from_onnx` (symbolic dims kept) → `tvm.compile` with the default
 Relax pipeline for the target (fusion, then legalisation) → `export_library`.
+With tuning (`--tune`), the fused kernels with static shapes are scheduled by
+MetaSchedule first (see tvm_tune).
 The pipeline must be passed to `tvm.compile` as `relax_pipeline`: applying it
 by hand and then compiling runs it twice, which crashes TVM 0.27 at run time.
 
@@ -14,6 +16,7 @@ the host never holds an alias of an array it passes on.
 from __future__ import annotations
 
 import json
+import os
 
 from .base import Backend, RegionFn
 
@@ -50,9 +53,10 @@ class TvmBackend(Backend):
     name = "tvm"
     suffix = ".so"
 
-    def __init__(self, threads: int = 1, target: str | dict | None = None):
+    def __init__(self, threads: int = 1, target: str | dict | None = None, tune=None):
         super().__init__(threads)
         self.target_spec = target
+        self.tune = tune  # tvm_tune.TuneSettings, or None: the default schedules
 
     @property
     def target(self) -> dict:
@@ -69,6 +73,13 @@ class TvmBackend(Backend):
 
         target = _target(self.target_spec)
         mod = from_onnx(onnx.load(onnx_path), keep_params_in_input=False)
+        if self.tune is not None and self.tune.trials > 0:
+            from .tvm_tune import tune
+
+            # MetaSchedule plans for `num-cores` threads, the number the regions will run with.
+            spec = {**self.target, "num-cores": self.threads}
+            target = tvm.target.Target(spec)
+            mod = tune(mod, target, spec, self.tune, os.path.splitext(os.path.basename(artifact_path))[0])
         executable = tvm.compile(mod, target=target, relax_pipeline=relax.get_default_pipeline(target))
         executable.export_library(artifact_path)
 
@@ -85,6 +96,7 @@ class TvmBackend(Backend):
         import tvm_ffi
         from tvm import relax
 
+        tvm.get_global_func("runtime.config_threadpool")(1, self.threads)  # 1: all (big) cores, `threads` of them
         vm = relax.VirtualMachine(tvm.runtime.load_module(artifact_path), tvm.cpu())
         main = vm["main"]
         from_dlpack = tvm_ffi.from_dlpack
