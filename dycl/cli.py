@@ -35,7 +35,8 @@ def main() -> None:
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output package directory.")
 @click.option("--backend", type=click.Choice(["onnxruntime", "tvm", "auto", "torch"]), default="onnxruntime",
               show_default=True, help="Compiler for the regions: auto measures onnxruntime and TVM per region "
-                                      "and keeps the faster; torch runs them eagerly, for debugging.")
+                                      "and keeps the faster (and a fused graph only where it is faster); "
+                                      "torch runs them eagerly, for debugging.")
 @click.option("--target", metavar="JSON", help='TVM target, e.g. \'{"kind": "llvm", "mcpu": "skylake"}\' '
                                                "(default: this machine's CPU).")
 @click.option("--check", "check_n", type=click.IntRange(min=0), default=50, show_default=True,

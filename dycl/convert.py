@@ -291,10 +291,12 @@ def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict) -
 
 
 def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
-    """Run stretches of host code as one onnxruntime graph each (see fuse), kept only where they check out."""
+    """Run stretches of host code as one onnxruntime graph each (see fuse), where that is correct."""
     import onnx
 
+    from .explore import to_numpy
     from .fuse import fuse_program
+    from .fuse.trial import HostTrial, try_fusion
     from .package import signature
 
     if not opts.fuse or opts.backend not in ("onnxruntime", "auto"):
@@ -303,24 +305,24 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     metas = {m["name"]: m for m in st.region_meta}
     models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, m in metas.items() if m["artifact"]}
     fusions, st.unfused = fuse_program(st.program, signature(st.spec), metas, models)
+    if not fusions:
+        return
     ort = get_backend("onnxruntime")
     backends = {"onnxruntime": ort}
-
-    def backend_for(name: str):
-        return backends.setdefault(name, opts.make_backend(name))
-
+    inputs = [[to_numpy(v) for v in inp] for inp in st.natural_inputs]
+    trial = HostTrial(st, lambda name: backends.setdefault(name, opts.make_backend(name)), inputs,
+                      st.exploration.expected)
+    for meta in metas.values():
+        trial.add(meta)
     for fusion in fusions:
         meta, where = fusion.meta, f"{fusion.block.origin.func} {fusion.block.origin.lines}"
         onnx_path = os.path.join(scratch, f"{meta['name']}.onnx")
         onnx.save(fusion.model, onnx_path)
         meta["artifact"] = f"regions/{meta['name']}{ort.suffix}"
-        fusion.apply()
-        try:
-            ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
-            _verify_fused(st, metas, meta, backend_for)
-        except Exception as exc:  # the host keeps this code, which is correct, only slower
-            fusion.undo()
-            st.unfused.append(f"{where}: {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}")
+        ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
+        why_not = try_fusion(trial, fusion, measure=opts.backend == "auto")
+        if why_not:
+            st.unfused.append(f"{where}: {why_not}")
             continue
         metas[meta["name"]] = meta
         st.fused.append(f"{where}: region {meta['name']} runs {', '.join(meta['fuses'])}")
@@ -332,30 +334,6 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     st.artifacts = len(kept)
     source = os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
     _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(source)))
-
-
-def _verify_fused(st: ConversionResult, metas: dict, meta: dict, backend_for) -> None:
-    """The host with the fused loop, on every natural input, against the original model's outputs."""
-    from .check import decisions_of
-    from .explore import compare, to_numpy
-    from .runtime.model import _Regions, _import_host
-    from .runtime.region import RegionCallable
-
-    fns = {}
-    for m in list(metas.values()) + [meta]:
-        fn = None
-        if m["artifact"]:
-            fn = backend_for(m["backend"]).load(os.path.join(st.workdir, m["artifact"]), st.workdir)
-        fns[m["name"]] = RegionCallable(m, fn)
-    path = os.path.join(st.workdir, ".scratch", f"host_{meta['name']}.py")
-    _write(path, host_source(st.program, "verify"))
-    forward = _import_host(path).forward
-    regions = _Regions(fns)
-    for k, (inp, expected) in enumerate(zip(st.natural_inputs, st.exploration.expected)):
-        got = forward(regions, *[to_numpy(v) for v in inp])
-        compare(expected, got, f"fused loop, input {k}")
-        if decisions_of(expected) != decisions_of(got):
-            raise RuntimeError(f"fused loop decides differently on input {k}")
 
 
 def _called_regions(program) -> set[str]:

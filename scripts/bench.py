@@ -6,11 +6,13 @@
 
 Per zoo model, on the same sample inputs (several paths), interleaved so every
 side sees the same machine load: eager PyTorch; torch.compile (inductor);
-TorchScript → ONNX → onnxruntime where it exports; dycl with onnxruntime; dycl
-with TVM (untuned); and the oracle (the exact path of each input as one
-onnxruntime graph). Reports latency ratios, backend calls per inference, host
-overhead (dycl ÷ oracle − 1), conversion time and peak memory of a production
-process against an eager one. With declared dynamic dims, a second table
+TorchScript → ONNX → onnxruntime where it exports; dycl with onnxruntime (as
+converted: decisions and loops inside graphs where possible), and again with
+every decision in the host (--no-fuse); dycl with TVM, untuned, and tuned with
+MetaSchedule for --tune-models; and the oracle (the exact path of each input as
+one onnxruntime graph). Reports latency ratios, backend calls per inference,
+host overhead (dycl ÷ oracle − 1), conversion time and peak memory of a
+production process against an eager one. With declared dynamic dims, a second table
 compares the dynamic package with packages converted for one size each.
 Writes Markdown, JSON and a bar chart (PNG) to --out.
 """
@@ -59,18 +61,32 @@ def _count_calls(net) -> list[int]:
     return counter
 
 
-def _convert(path: str, out: str, n_inputs: int, backend: str = "onnxruntime"):
+def _convert(path: str, out: str, n_inputs: int, backend: str = "onnxruntime", fuse: bool = True, tune=None):
     start = time.perf_counter()
-    result = convert(ConvertOptions(path, out, backend=backend, check=n_inputs))
+    opts = ConvertOptions(path, out, backend=backend, check=n_inputs)
+    opts.fuse, opts.tune = fuse, tune
+    result = convert(opts)
     return result, time.perf_counter() - start
+
+
+def _calls(net, np_inputs) -> list[int]:
+    counter = _count_calls(net)
+    calls = []
+    for a in np_inputs:
+        counter[0] = 0
+        net(*a)
+        calls.append(counter[0])
+    return calls
 
 
 def bench_model(path: str, workdir: str, args) -> dict:
     name = os.path.splitext(os.path.basename(path))[0]
     print(f"  {name}: converting", file=sys.stderr)
     result, convert_s = _convert(path, os.path.join(workdir, name), args.inputs)
+    host_result, _ = _convert(path, os.path.join(workdir, f"{name}-host"), args.inputs, fuse=False)
     model, spec = result.spec.model, result.spec
     net = dycl.load(result.out, threads=1)
+    host_net = dycl.load(host_result.out, threads=1)
     inputs = spec.sample_inputs(args.inputs)
     np_inputs = [tuple(to_numpy(v) for v in inp) for inp in inputs]
     row = {"model": name, "regions": len(result.program.regions), "paths": result.check.paths,
@@ -78,9 +94,10 @@ def bench_model(path: str, workdir: str, args) -> dict:
 
     # Who runs what: each side is a zero-argument callable per input.
     sides = {"eager": [lambda inp=inp: model(*inp) for inp in inputs],
-             "dycl_ort": [lambda a=a: net(*a) for a in np_inputs]}
+             "dycl_ort": [lambda a=a: net(*a) for a in np_inputs],
+             "dycl_ort_host": [lambda a=a: host_net(*a) for a in np_inputs]}
     oracle = peers.Oracle(model)
-    paths = [peers.path_of(net, a) for a in np_inputs]
+    paths = [peers.path_of(host_net, a) for a in np_inputs]  # decisions in the host show each input's path
     oracle_runs = [oracle.runner(p, inp) for p, inp in zip(paths, inputs)]
     if all(oracle_runs):
         sides["oracle"] = oracle_runs
@@ -89,6 +106,15 @@ def bench_model(path: str, workdir: str, args) -> dict:
         tvm_result, row["tvm_convert_s"] = _convert(path, os.path.join(workdir, f"{name}-tvm"), args.inputs, "tvm")
         tvm_net = dycl.load(tvm_result.out, threads=1)
         sides["dycl_tvm"] = [lambda a=a: tvm_net(*a) for a in np_inputs]
+        if name in (args.tune_models or []):
+            from dycl.backends.tvm_tune import TuneSettings
+
+            settings = TuneSettings(args.tune, args.tune_budget, cache=os.path.join(workdir, "tuning"))
+            tuned, row["tvm_tune_s"] = _convert(path, os.path.join(workdir, f"{name}-tvm-tuned"), args.inputs,
+                                                "tvm", tune=settings)
+            row["tune_trials"] = sum(t["trials"] for t in tuned.tuning)
+            tuned_net = dycl.load(tuned.out, threads=1)
+            sides["dycl_tvm_tuned"] = [lambda a=a: tuned_net(*a) for a in np_inputs]
     ts_sess, row["torchscript_error"] = peers.torchscript_session(model, inputs[0])
     if ts_sess is not None:
         feeds = [{i.name: v.numpy() for i, v in zip(ts_sess.get_inputs(), inp)} for inp in inputs]
@@ -101,13 +127,9 @@ def bench_model(path: str, workdir: str, args) -> dict:
                 compiled(*inp)
         sides["torch_compile"] = [lambda inp=inp: compiled(*inp) for inp in inputs]
 
-    counter = _count_calls(net)
-    calls = []
-    for a in np_inputs:
-        counter[0] = 0
-        net(*a)
-        calls.append(counter[0])
+    calls, host_calls = _calls(net, np_inputs), _calls(host_net, np_inputs)
     row["calls_median"], row["calls_max"] = statistics.median(calls), max(calls)
+    row["host_calls_median"], row["host_calls_max"] = statistics.median(host_calls), max(host_calls)
 
     times = {side: [] for side in sides}
     with torch.no_grad():
@@ -167,21 +189,33 @@ def _ratio(row, side):
 
 
 def markdown(rows: list[dict], dynamic_rows: list[dict], args) -> str:
-    lines = ["| model | eager (ms) | dycl ort (ms) | vs eager | oracle | host overhead | torch.compile | "
-             "TorchScript→ORT | dycl TVM | backend calls (median, max) | regions | convert ort / tvm (s) | "
-             "peak MB prod / eager |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| model | eager (ms) | dycl ort (ms) | vs eager | oracle | host overhead | decisions in host | "
+             "torch.compile | TorchScript→ORT | dycl TVM | backend calls (median, max) | in host | regions | "
+             "convert ort / tvm (s) | peak MB prod / eager |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         overhead = f"{100 * r['host_overhead']:+.0f}%" if "host_overhead" in r else "–"
         ts = _ratio(r, "torchscript_ort") if r.get("torchscript_ort_ms") else "fails"
         mem = f"{r['prod_mb']:.0f} / {r['eager_mb']:.0f}" if "prod_mb" in r else "–"
         tvm_s = f"{r['tvm_convert_s']:.1f}" if "tvm_convert_s" in r else "–"
         lines.append(f"| {r['model']} | {r['eager_ms']:.3f} | {r['dycl_ort_ms']:.3f} | {_ratio(r, 'dycl_ort')} | "
-                     f"{_ratio(r, 'oracle')} | {overhead} | {_ratio(r, 'torch_compile')} | {ts} | "
-                     f"{_ratio(r, 'dycl_tvm')} | {r['calls_median']:g}, {r['calls_max']} | {r['regions']} | "
+                     f"{_ratio(r, 'oracle')} | {overhead} | {_ratio(r, 'dycl_ort_host')} | "
+                     f"{_ratio(r, 'torch_compile')} | {ts} | "
+                     f"{_ratio(r, 'dycl_tvm')} | {r['calls_median']:g}, {r['calls_max']} | "
+                     f"{r['host_calls_median']:g}, {r['host_calls_max']} | {r['regions']} | "
                      f"{r['convert_s']:.1f} / {tvm_s} | {mem} |")
     geo = statistics.geometric_mean([r["eager_ms"] / r["dycl_ort_ms"] for r in rows])
     lines += ["", f"Ratios are speed-ups over eager (higher is faster). Geomean dycl (onnxruntime) over eager: "
                   f"{geo:.2f}x. Single thread, medians over {args.inputs} inputs x {args.repeat} runs, one run."]
+    within = [r["model"] for r in rows if r.get("host_overhead", 1) <= 0.10]
+    lines.append(f"Within 10% of the oracle: {len(within)} of {len(rows)} ({', '.join(within) or 'none'}).")
+    tuned = [r for r in rows if r.get("dycl_tvm_tuned_ms")]
+    if tuned:
+        lines += ["", "| model | TVM untuned (ms) | TVM tuned (ms) | onnxruntime, same regions (ms) | tuned ÷ onnxruntime | "
+                      "trials | tuning + conversion (s) |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['model']} | {r['dycl_tvm_ms']:.3f} | {r['dycl_tvm_tuned_ms']:.3f} | "
+                  f"{r['dycl_ort_host_ms']:.3f} | {r['dycl_tvm_tuned_ms'] / r['dycl_ort_host_ms']:.2f} | "
+                  f"{r['tune_trials']} | {r['tvm_tune_s']:.0f} |" for r in tuned]
     failures = [f"- {r['model']}: TorchScript→ONNX {r['torchscript_error']}" for r in rows if r.get("torchscript_error")]
     if failures:
         lines += ["", *failures]
@@ -202,7 +236,8 @@ def chart(rows: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sides = [("dycl_ort", "dycl (onnxruntime)"), ("oracle", "oracle (path as one graph)"),
+    sides = [("dycl_ort", "dycl (onnxruntime)"), ("dycl_ort_host", "dycl, decisions in host"),
+             ("oracle", "oracle (path as one graph)"),
              ("torch_compile", "torch.compile"), ("torchscript_ort", "TorchScript→ORT"), ("dycl_tvm", "dycl (TVM)")]
     sides = [(s, label) for s, label in sides if any(r.get(f"{s}_ms") for r in rows)]
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows)), 4))
@@ -231,6 +266,10 @@ def main() -> None:
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow first compiles)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     parser.add_argument("--no-dynamic", action="store_true", help="skip the per-size dynamic-shape table")
+    parser.add_argument("--tune", type=int, default=64, help="MetaSchedule trials per region for --tune-models")
+    parser.add_argument("--tune-budget", type=float, default=1800, help="seconds of tuning per model")
+    parser.add_argument("--tune-models", nargs="*", default=["branchynet"],
+                        help="models also converted with tuned TVM (none: --tune-models with no names)")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
