@@ -24,6 +24,22 @@ def test_convert_prints_summary_and_writes_package(tmp_path):
     assert report["check"]["samples"] == 30 and report["check"]["eta"] == 0 and report["check"]["paths"] >= 2
 
 
+def test_no_fuse_keeps_decisions_in_the_host(tmp_path):
+    fused, host = tmp_path / "fused", tmp_path / "host"
+    assert dycl("convert", os.path.join(MODELS, "golden_gated.py"), "-o", str(fused), "--check", "10").returncode == 0
+    proc = dycl("convert", os.path.join(MODELS, "golden_gated.py"), "-o", str(host), "--check", "10", "--no-fuse")
+    assert proc.returncode == 0, proc.stderr
+    assert "run as one region" in (fused / "host.py").read_text()
+    assert "run as one region" not in (host / "host.py").read_text() and "if " in (host / "host.py").read_text()
+
+
+def test_tune_needs_a_tvm_backend(tmp_path):
+    proc = dycl("convert", os.path.join(MODELS, "golden_gated.py"), "-o", str(tmp_path / "x"), "--tune", "8")
+    assert proc.returncode == 2
+    assert "--tune tunes TVM kernels: use it with --backend tvm or --backend auto" in proc.stderr
+    assert not (tmp_path / "x").exists()
+
+
 def test_missing_model_file(tmp_path):
     proc = dycl("convert", "no/such/model.py", "-o", str(tmp_path / "x"))
     assert proc.returncode == 2

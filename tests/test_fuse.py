@@ -11,11 +11,12 @@ from conftest import MODELS, ZOO
 from dycl.explore import to_numpy
 
 # Decisions (skipnet, blockdrop, moe, batch_gated), early exits (sdn, branchynet), loops (the decoders, act)
-# and loops with a break flag and decisions inside (c_break_continue).
+# loops with a break flag and decisions inside (c_break_continue), and returns on some paths of an arm
+# only (golden_gated: `if g: ... else: if c: return ...` followed by more code).
 FUSED = [os.path.join(ZOO, f"{m}.py") for m in ["skipnet", "blockdrop", "moe", "batch_gated", "sdn", "branchynet",
                                                  "rnn_early_stop", "seq2seq", "caption", "act"]] \
     + [os.path.join(MODELS, f"{m}.py") for m in ["c_while_item_counter", "c_for_break_decoder", "c_nested_if",
-                                                  "c_break_continue", "c_early_return"]]
+                                                  "c_break_continue", "c_early_return", "golden_gated"]]
 
 
 def _host_control(package: str) -> int:

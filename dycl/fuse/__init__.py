@@ -21,7 +21,7 @@ from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, cod
 
 from .block import Block, Context
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Unfusable, Val
-from .runs import _empty_list, _returns, _runs, names_outside, worth_it
+from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
 
 __all__ = ["Unfusable", "Fusion", "fuse_program"]
 
@@ -38,10 +38,13 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
     block = Block(ctx, graph, env, top=True, returning=_returns(run))
     for k, node in enumerate(run):
         try:
-            if block.returning and isinstance(node, If) and not node.orelse and _returns(node.body):
-                block.run(run[k:])  # an early exit: the rest of the run is its else arm
+            if block.returning and early_exit(node):
+                block.run(run[k:])  # an early exit: the rest of the run joins the arm that goes on
                 break
             block.run([node])
+            if block.partial is not None:  # returned on some paths: the rest runs under `if not done`
+                block.finish(run[k + 1:])
+                break
         except Unfusable as exc:
             exc.at = node
             raise

@@ -9,7 +9,7 @@ from rewrite.build import reads_writes
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
 
 from .graph import ARITH, NP_ELEM, Env, Expr, Graph, Names, Unfusable, Val, scalar_kind
-from .runs import Types, _append, _empty_list, _returns, names_outside, split_breaks
+from .runs import Types, _append, _empty_list, _returns, early_exit, names_outside, split_breaks
 
 
 class Context:
@@ -47,16 +47,46 @@ class Block:
                  returning: bool = False):
         self.ctx, self.g, self.env, self.scans, self.top = ctx, g, env, scans, top
         self.returning = returning
-        self.ret: list[Val] | None = None
+        self.ret: list[Val] | None = None  # returned on every path
+        self.partial: tuple[Val, list[Val]] | None = None  # (done, values): returned on some paths
 
     def run(self, nodes: list) -> None:
         for k, node in enumerate(nodes):
             if self.ret is not None:
                 raise Unfusable("code after a return")
-            if self.returning and isinstance(node, If) and not node.orelse and _returns(node.body):
-                self._If(node, orelse=nodes[k + 1:])
+            if self.returning and early_exit(node):
+                self._If(node, rest=nodes[k + 1:])
                 return
             getattr(self, f"_{type(node).__name__}")(node)
+            if self.partial is not None and k + 1 < len(nodes):
+                self.finish(nodes[k + 1:])
+                return
+
+    def finish(self, rest: list) -> None:
+        """After code that may have returned: `if done: <its values> else: <the rest, which returns>`."""
+        done, values = self.partial
+        self.partial = None
+        graph = Graph(self.ctx.names)
+        block = Block(self.ctx, graph, Env(self.env), returning=True)
+        block.run(rest)
+        if block.ret is None:
+            raise Unfusable("some paths run off the end of the function")
+        self.ret = self._emit_if(done.name, [Graph(self.ctx.names), graph], _pairs([values, block.ret], "exit"),
+                                 "returned")
+
+    def _emit_if(self, test: str, graphs: list[Graph], pairs: list[list[Val]], stem: str) -> list[Val]:
+        """An If node choosing pairs[i][0] (then) or pairs[i][1] (else) for each output."""
+        branches = []
+        for k, graph in enumerate(graphs):
+            outs = [graph.op("Identity", [vals[k].name]) for vals in pairs]
+            branches.append(helper.make_graph(
+                graph.nodes, self.ctx.names.fresh(f"{stem}_{'then' if k == 0 else 'else'}"), [],
+                [helper.make_tensor_value_info(o, vals[k].elem, None) for o, vals in zip(outs, pairs)],
+                initializer=graph.initializers))
+        outs = [self.ctx.names.fresh(stem) for _ in pairs]
+        self.g.nodes.append(helper.make_node("If", [test], outs, name=self.ctx.names.fresh(stem),
+                                             then_branch=branches[0], else_branch=branches[1]))
+        return [Val(o, vals[0].kind, vals[0].elem) for o, vals in zip(outs, pairs)]
 
     def _RegionCall(self, node: RegionCall) -> None:
         name = node.region.name
@@ -91,53 +121,62 @@ class Block:
         else:
             raise Unfusable(f"host statement `{code(stmt)}` has no ONNX form")
 
-    def _If(self, node: If, orelse: list | None = None) -> None:
+    def _If(self, node: If, rest: list | None = None) -> None:
+        """An ONNX If; with `rest` (an early exit), the code after it joins the arm that does not return.
+
+        An arm may return on some of its paths only: the If then also yields a `done` flag and
+        the returned values, and the code after it runs under `if not done` (see finish).
+        """
         test = Expr(self.g, self.env).test(node.test)
-        arms = []
-        for body in (node.body, node.orelse if orelse is None else orelse):
-            graph, env = Graph(self.ctx.names), Env(self.env)
-            block = Block(self.ctx, graph, env, returning=self.returning)
-            block.run(body)
-            arms.append((graph, env, block.ret))
-        if (arms[0][2] is None) != (arms[1][2] is None):
-            raise Unfusable(f"decision {node.decision} returns on one arm only")
-        merged = []
-        if arms[0][2] is not None:  # both arms return: the If's outputs are the returned values
-            if len(arms[0][2]) != len(arms[1][2]):
-                raise Unfusable(f"the arms of decision {node.decision} return different numbers of values")
-            merged = [(None, [arms[0][2][k], arms[1][2][k]]) for k in range(len(arms[0][2]))]
-        for name in dict.fromkeys(list(arms[0][1]) + list(arms[1][1])) if arms[0][2] is None else ():
-            vals = []
-            for graph, env, _ in arms:
-                try:
-                    vals.append(env[name])
-                except Unfusable:
-                    vals.append(None)  # unset on this path: the host never reads it there
-            known = [v for v in vals if v is not None]
-            if len(known) == 2 and not vals[0].same_type(vals[1]):
-                raise Unfusable(f"`{name}` has a different type on each arm of decision {node.decision}")
-            vals = [v if v is not None else _placeholder(arms[k][0], known[0]) for k, v in enumerate(vals)]
-            merged.append((name, vals))
-        for _, vals in merged:
-            if not vals[0].same_type(vals[1]):
-                raise Unfusable(f"decision {node.decision}'s arms return different types")
-        branches = []
-        for k, (graph, _, _) in enumerate(arms):
-            outs = [graph.op("Identity", [vals[k].name]) for _, vals in merged]
-            branches.append(helper.make_graph(
-                graph.nodes, self.ctx.names.fresh(f"{node.decision}_{'then' if k == 0 else 'else'}"), [],
-                [helper.make_tensor_value_info(o, vals[k].elem, None) for o, (_, vals) in zip(outs, merged)],
-                initializer=graph.initializers))
-        if not merged:
+        bodies = [node.body, node.orelse]
+        if rest is not None:
+            k = 1 if _returns(node.body) else 0
+            bodies[k] = bodies[k] + rest
+        graphs, envs, blocks = [], [], []
+        for body in bodies:
+            graphs.append(Graph(self.ctx.names))
+            envs.append(Env(self.env))
+            blocks.append(Block(self.ctx, graphs[-1], envs[-1], returning=self.returning))
+            blocks[-1].run(body)
+        full = [b.ret is not None for b in blocks]
+        returned = [b.ret if b.ret is not None else b.partial[1] if b.partial else None for b in blocks]
+        pairs, names = [], []
+        if any(r is not None for r in returned) and not all(full):  # returns on some paths only
+            done = [graphs[k].const(True, "bool") if full[k] else blocks[k].partial[0] if blocks[k].partial
+                    else graphs[k].const(False, "bool") for k in range(2)]
+            pairs.append(done)
+            names.append("done")
+        if any(r is not None for r in returned):
+            known = next(r for r in returned if r is not None)
+            values = [r if r is not None else [_placeholder(graphs[k], v) for v in known]
+                      for k, r in enumerate(returned)]
+            pairs += _pairs(values, f"decision {node.decision}")
+            names += ["returned"] * len(known)
+        if not all(full):  # some path goes on: the names it sets
+            for name in dict.fromkeys(list(envs[0]) + list(envs[1])):
+                vals = []
+                for env in envs:
+                    try:
+                        vals.append(env[name])
+                    except Unfusable:
+                        vals.append(None)  # unset on this path: the host never reads it there
+                known_val = next(v for v in vals if v is not None)
+                vals = [v if v is not None else _placeholder(graphs[k], known_val) for k, v in enumerate(vals)]
+                if not vals[0].same_type(vals[1]):
+                    raise Unfusable(f"`{name}` has a different type on each arm of decision {node.decision}")
+                pairs.append(vals)
+                names.append(name)
+        if not pairs:
             return
-        outs = [self.ctx.names.fresh(name or "returned") for name, _ in merged]
-        self.g.nodes.append(helper.make_node("If", [test.name], outs, name=self.ctx.names.fresh(node.decision),
-                                             then_branch=branches[0], else_branch=branches[1]))
-        results = [Val(out, vals[0].kind, vals[0].elem) for out, (_, vals) in zip(outs, merged)]
-        if arms[0][2] is not None:
-            self.ret = results
-        for val, (name, _) in zip(results, merged):
-            if name is not None:
+        results = self._emit_if(test.name, graphs, pairs, node.decision)
+        by_name = list(zip(names, results))
+        if all(full):
+            self.ret = [v for n, v in by_name if n == "returned"]
+            return
+        if "done" in names:
+            self.partial = (results[0], [v for n, v in by_name if n == "returned"])
+        for name, val in by_name:
+            if name not in ("done", "returned"):
                 self.env[name] = val
 
     def _Loop(self, node: Loop) -> None:
@@ -207,6 +246,16 @@ class Block:
             if lst in self.ctx.scans:
                 raise Unfusable(f"two loops append to `{lst}`")
             self.ctx.scans[lst] = Val(out, "array", val.elem)
+
+
+def _pairs(values: list[list[Val]], where: str) -> list[list[Val]]:
+    """Returned values of two paths, position by position; they must agree in number and type."""
+    if len(values[0]) != len(values[1]):
+        raise Unfusable(f"{where} returns different numbers of values on different paths")
+    pairs = [[a, b] for a, b in zip(*values)]
+    if not all(a.same_type(b) for a, b in pairs):
+        raise Unfusable(f"{where} returns values of different types on different paths")
+    return pairs
 
 
 def _placeholder(g: Graph, like: Val) -> Val:

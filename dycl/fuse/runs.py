@@ -172,6 +172,11 @@ def _flat(meta: dict) -> bool:
         all(o["spec"]["t"] in ("array", "scalar") for o in meta["outputs"])
 
 
+def early_exit(node) -> bool:
+    """An `if` with one arm that always returns and one that never does (the code after it goes on)."""
+    return isinstance(node, If) and _returns(node.body) != _returns(node.orelse)
+
+
 def _returns(nodes: list) -> bool:
     """Does every path through `nodes` end in a return?"""
     if not nodes:
