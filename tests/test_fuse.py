@@ -12,8 +12,10 @@ from dycl.explore import to_numpy
 
 # Decisions (skipnet, blockdrop, moe, batch_gated), early exits (sdn, branchynet), loops (the decoders, act)
 # loops with a break flag and decisions inside (c_break_continue), and returns on some paths of an arm
-# only (golden_gated: `if g: ... else: if c: return ...` followed by more code).
-FUSED = [os.path.join(ZOO, f"{m}.py") for m in ["skipnet", "blockdrop", "moe", "batch_gated", "sdn", "branchynet",
+# only (golden_gated: `if g: ... else: if c: return ...` followed by more code); skipnet38 carries its
+# LSTM gate's (h, c) tuple through every decision.
+FUSED = [os.path.join(ZOO, f"{m}.py") for m in ["skipnet", "skipnet38", "blockdrop", "moe", "batch_gated", "sdn",
+                                                 "branchynet",
                                                  "rnn_early_stop", "seq2seq", "caption", "act"]] \
     + [os.path.join(MODELS, f"{m}.py") for m in ["c_while_item_counter", "c_for_break_decoder", "c_nested_if",
                                                   "c_break_continue", "c_early_return", "golden_gated"]]

@@ -20,7 +20,7 @@ from onnx import helper
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code
 
 from .block import Block, Context
-from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Unfusable, Val
+from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
 
 __all__ = ["Unfusable", "Fusion", "fuse_program"]
@@ -56,13 +56,14 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
         outside = names_outside(program, {id(n) for n in run})
         live = [n for n in env if env.bound(n) and n in outside]
         vals = [env[n] for n in live]
-    outs = [graph.op("Identity", [v.name]) for v in vals]
-    outs += [graph.op("Identity", [v.name]) for v in ctx.scans.values()]
     vals = vals + list(ctx.scans.values())
+    out_leaves = [leaf for v in vals for leaf in v.leaves()]
+    outs = [graph.op("Identity", [v.name]) for v in out_leaves]
     inputs = list(ctx.inputs.items())
+    in_leaves = [leaf for _, v in inputs for leaf in v.leaves()]
     onnx_graph = helper.make_graph(graph.nodes, name, [helper.make_tensor_value_info(v.name, v.elem, None)
-                                                       for _, v in inputs],
-                                   [helper.make_tensor_value_info(o, v.elem, None) for o, v in zip(outs, vals)],
+                                                       for v in in_leaves],
+                                   [helper.make_tensor_value_info(o, v.elem, None) for o, v in zip(outs, out_leaves)],
                                    initializer=graph.initializers)
     opset = max([v for _, v in opsets] or [17])
     ir = max([models[r].ir_version for r in called if r in models] or [8])
@@ -77,9 +78,9 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
         "backend": "onnxruntime",
         "inputs": [{"name": n, "spec": _spec(v)} for n, v in inputs],
         "outputs": [{"name": n, "spec": _spec(v)} for n, v in zip(out_names, vals)],
-        "input_leaves": [{"dtype": _dtype(v), "shape": None} for _, v in inputs],
-        "graph_inputs": list(range(len(inputs))),
-        "output_leaves": [{"source": "graph", "index": k} for k in range(len(vals))],
+        "input_leaves": [{"dtype": _dtype(v), "shape": None} for v in in_leaves],
+        "graph_inputs": list(range(len(in_leaves))),
+        "output_leaves": [{"source": "graph", "index": k} for k in range(len(out_leaves))],
         "source_lines": [origin.first, origin.last],
         "fuses": called,
     }
@@ -176,7 +177,9 @@ def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict]
     return fusions, reasons
 
 
-def _spec(val: Val) -> dict:
+def _spec(val) -> dict:
+    if isinstance(val, Tup):
+        return {"t": "list" if val.is_list else "tuple", "items": [_spec(item) for item in val.items]}
     return {"t": "array"} if val.kind == "array" else {"t": "scalar", "dtype": DTYPE_OF_KIND[val.kind]}
 
 

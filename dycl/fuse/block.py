@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 from rewrite.build import reads_writes
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
 
-from .graph import ARITH, NP_ELEM, Env, Expr, Graph, Names, Unfusable, Val, scalar_kind
+from .graph import ARITH, NP_ELEM, Env, Expr, Graph, Names, Tup, Unfusable, Val, from_type, scalar_kind
 from .runs import Types, _append, _empty_list, _returns, early_exit, names_outside, split_breaks
 
 
@@ -31,7 +31,7 @@ class Context:
             kind = self.types.get(name)
             if kind is None:
                 raise Unfusable(f"`{name}` is not set before this code with a type known at conversion")
-            self.inputs[name] = Val(self.names.fresh(name), *kind)
+            self.inputs[name] = from_type(kind, lambda: self.names.fresh(name))
         return self.inputs[name]
 
 
@@ -74,8 +74,9 @@ class Block:
         self.ret = self._emit_if(done.name, [Graph(self.ctx.names), graph], _pairs([values, block.ret], "exit"),
                                  "returned")
 
-    def _emit_if(self, test: str, graphs: list[Graph], pairs: list[list[Val]], stem: str) -> list[Val]:
-        """An If node choosing pairs[i][0] (then) or pairs[i][1] (else) for each output."""
+    def _emit_if(self, test: str, graphs: list[Graph], values: list[list], stem: str) -> list:
+        """An If node choosing values[i][0] (then) or values[i][1] (else) for each output."""
+        pairs = [[x, y] for a, b in values for x, y in zip(a.leaves(), b.leaves())]
         branches = []
         for k, graph in enumerate(graphs):
             outs = [graph.op("Identity", [vals[k].name]) for vals in pairs]
@@ -86,7 +87,8 @@ class Block:
         outs = [self.ctx.names.fresh(stem) for _ in pairs]
         self.g.nodes.append(helper.make_node("If", [test], outs, name=self.ctx.names.fresh(stem),
                                              then_branch=branches[0], else_branch=branches[1]))
-        return [Val(o, vals[0].kind, vals[0].elem) for o, vals in zip(outs, pairs)]
+        leaves = iter([Val(o, vals[0].kind, vals[0].elem) for o, vals in zip(outs, pairs)])
+        return [a.rebuild(leaves) for a, _ in values]
 
     def _RegionCall(self, node: RegionCall) -> None:
         name = node.region.name
@@ -109,6 +111,12 @@ class Block:
             left, right, kind = expr._numbers(expr(stmt.target), expr(stmt.value), code(stmt))
             self.env[_name_target(stmt.target)] = Val(self.g.op(ARITH[type(stmt.operator)], [left.name, right.name]),
                                                       kind)
+        elif isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Tuple):
+            value, names = expr(stmt.value), [_name_target(e.value) for e in stmt.targets[0].target.elements]
+            if not isinstance(value, Tup) or len(value.items) != len(names):
+                raise Unfusable(f"`{code(stmt)}` does not unpack a tuple of {len(names)}")
+            for name, item in zip(names, value.items):
+                self.env[name] = item
         elif isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
             self.env[_name_target(stmt.targets[0].target)] = expr(stmt.value)
         elif isinstance(stmt, cst.Return) and self.returning and stmt.value is not None:
@@ -212,8 +220,8 @@ class Block:
         inputs = [helper.make_tensor_value_info(iter_num, TensorProto.INT64, []),
                   helper.make_tensor_value_info(cond_in, TensorProto.BOOL, [])]
         for name, val in carried:
-            env[name] = Val(self.ctx.names.fresh(name), val.kind, val.elem)
-            inputs.append(helper.make_tensor_value_info(env[name].name, val.elem, None))
+            env[name] = val.rebuild(iter([Val(self.ctx.names.fresh(name), v.kind, v.elem) for v in val.leaves()]))
+            inputs += [helper.make_tensor_value_info(v.name, v.elem, None) for v in env[name].leaves()]
         if target is not None:
             env[target] = Val(graph.op("Add", [iter_num, start.name]), "int")
         Block(self.ctx, graph, env, scans).run(steps)
@@ -228,18 +236,20 @@ class Block:
         for name, val in carried:
             if not env[name].same_type(val):
                 raise Unfusable(f"`{name}` changes type in loop {node.decision}")
-            results.append((env[name].name, val.elem))
+            results += [(v.name, v.elem) for v in env[name].leaves()]
         results += [(v.name, v.elem) for v in scans.values()]
         outs = [graph.op("Identity", [name]) for name, _ in results]
         body = helper.make_graph(graph.nodes, self.ctx.names.fresh(f"{node.decision}_body"), inputs,
                                  [helper.make_tensor_value_info(o, t, None) for o, (_, t) in zip(outs, results)],
                                  initializer=graph.initializers)
-        finals = [self.ctx.names.fresh(name) for name, _ in carried]
+        finals = [Val(self.ctx.names.fresh(name), v.kind, v.elem) for name, val in carried for v in val.leaves()]
         stacked = [self.ctx.names.fresh(f"{lst}_items") for lst in scans]
-        self.g.nodes.append(helper.make_node("Loop", [trips, cond0.name] + [v.name for _, v in carried],
-                                             finals + stacked, name=self.ctx.names.fresh(node.decision), body=body))
-        for final, (name, val) in zip(finals, carried):
-            self.env[name] = Val(final, val.kind, val.elem)
+        self.g.nodes.append(helper.make_node(
+            "Loop", [trips, cond0.name] + [v.name for _, val in carried for v in val.leaves()],
+            [v.name for v in finals] + stacked, name=self.ctx.names.fresh(node.decision), body=body))
+        leaves = iter(finals)
+        for name, val in carried:
+            self.env[name] = val.rebuild(leaves)
         if scans and not self.top:
             raise Unfusable(f"loop {node.decision} appends to a host list from inside a decision or loop")
         for out, (lst, val) in zip(stacked, scans.items()):
@@ -258,8 +268,10 @@ def _pairs(values: list[list[Val]], where: str) -> list[list[Val]]:
     return pairs
 
 
-def _placeholder(g: Graph, like: Val) -> Val:
+def _placeholder(g: Graph, like):
     """A value for a name one arm leaves unset (Python would raise if it were read on that path)."""
+    if isinstance(like, Tup):
+        return Tup([_placeholder(g, item) for item in like.items], like.is_list)
     if like.kind != "array":
         return g.const(False if like.kind == "bool" else 0, like.kind)
     name = g.names.fresh("unset")
@@ -300,17 +312,9 @@ def _range_args(loop: Loop) -> tuple[cst.BaseExpression | None, cst.BaseExpressi
 
 def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: Env) -> None:
     """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there."""
-    args = []
+    args: list[Val] = []  # the region's input leaves, in order
     for var, inp in zip(region.inputs, meta["inputs"]):
-        val = env[var]
-        if inp["spec"]["t"] == "scalar":
-            val = g.scalar(val)
-            want = NP_ELEM.get(inp["spec"]["dtype"])
-            if val.elem != want:
-                val = Val(g.op("Cast", [val.name], to=want), "array", want)
-        elif val.kind != "array":
-            raise Unfusable(f"region {region.name} takes `{var}` as an array, the host holds a Python scalar")
-        args.append(val)
+        _leaves_in(g, env[var], inp["spec"], args, f"region {region.name} input `{var}`")
     graph_outs: list[Val] = []
     if model is not None:
         prefix = g.names.fresh(region.name)
@@ -340,9 +344,34 @@ def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: En
             copy.output[:] = [mapped(n) for n in node.output]
             g.nodes.append(copy)
         graph_outs = [Val(mapped(o.name), "array", o.type.tensor_type.elem_type) for o in model.graph.output]
-    for out, leaf in zip(meta["outputs"], meta["output_leaves"]):
-        val = graph_outs[leaf["index"]] if leaf["source"] == "graph" else args[leaf["index"]]
-        if out["spec"]["t"] == "scalar":
-            val = g.scalar(val)
-            val = g.cast(val, scalar_kind(out["spec"]["dtype"]))
-        env[out["name"]] = val
+    leaves = iter([graph_outs[leaf["index"]] if leaf["source"] == "graph" else args[leaf["index"]]
+                   for leaf in meta["output_leaves"]])
+    for out in meta["outputs"]:
+        env[out["name"]] = _value_out(g, out["spec"], leaves)
+
+
+def _leaves_in(g: Graph, val, spec: dict, out: list, what: str) -> None:
+    """Append the graph leaves of host value `val`, passed where the region expects `spec`."""
+    if spec["t"] in ("tuple", "list"):
+        if not isinstance(val, Tup) or len(val.items) != len(spec["items"]):
+            raise Unfusable(f"{what}: expected a {spec['t']} of {len(spec['items'])}")
+        for item, sub in zip(val.items, spec["items"]):
+            _leaves_in(g, item, sub, out, what)
+    elif spec["t"] == "scalar":
+        val = g.scalar(val)
+        want = NP_ELEM.get(spec["dtype"])
+        out.append(val if val.elem == want else Val(g.op("Cast", [val.name], to=want), "array", want))
+    elif isinstance(val, Tup) or val.kind != "array":
+        raise Unfusable(f"{what}: the region takes an array, the host holds a Python value")
+    else:
+        out.append(val)
+
+
+def _value_out(g: Graph, spec: dict, leaves):
+    """The host value a region returns for `spec`, from its graph leaves."""
+    if spec["t"] in ("tuple", "list"):
+        return Tup([_value_out(g, sub, leaves) for sub in spec["items"]], spec["t"] == "list")
+    val = next(leaves)
+    if spec["t"] == "scalar":
+        return g.cast(g.scalar(val), scalar_kind(spec["dtype"]))
+    return val

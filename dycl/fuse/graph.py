@@ -38,8 +38,47 @@ class Val:
         self.name, self.kind = name, kind
         self.elem = _SCALAR_ELEM[kind] if kind != "array" else elem
 
-    def same_type(self, other: "Val") -> bool:
-        return self.kind == other.kind and self.elem == other.elem
+    def same_type(self, other) -> bool:
+        return isinstance(other, Val) and self.kind == other.kind and self.elem == other.elem
+
+    def leaves(self) -> list["Val"]:
+        return [self]
+
+    def rebuild(self, leaves) -> "Val":
+        return next(leaves)
+
+    def type(self) -> tuple:
+        return (self.kind, self.elem if self.kind == "array" else None)
+
+
+class Tup:
+    """A tuple or list the host passes around whole, such as an LSTM's (h, c): its items stay apart in the graph."""
+
+    kind = "tuple"
+
+    def __init__(self, items: list, is_list: bool = False):
+        self.items, self.is_list = list(items), is_list
+
+    def same_type(self, other) -> bool:
+        return isinstance(other, Tup) and len(other.items) == len(self.items) \
+            and all(a.same_type(b) for a, b in zip(self.items, other.items))
+
+    def leaves(self) -> list[Val]:
+        return [leaf for item in self.items for leaf in item.leaves()]
+
+    def rebuild(self, leaves) -> "Tup":
+        """The same structure over the next leaves of an iterator."""
+        return Tup([item.rebuild(leaves) for item in self.items], self.is_list)
+
+    def type(self) -> tuple:
+        return ("list" if self.is_list else "tuple", tuple(item.type() for item in self.items))
+
+
+def from_type(kind: tuple, fresh) -> "Val | Tup":
+    """A value of the structure `kind` (see .type()) whose leaves are named by `fresh()`."""
+    if kind[0] in ("tuple", "list"):
+        return Tup([from_type(k, fresh) for k in kind[1]], kind[0] == "list")
+    return Val(fresh(), *kind)
 
 
 class Graph:
@@ -67,6 +106,8 @@ class Graph:
 
     def scalar(self, val: Val) -> Val:
         """`.item()`: a one-element array as the Python scalar it would become."""
+        if isinstance(val, Tup):
+            raise Unfusable("a tuple used as a number or a truth value")
         if val.kind != "array":
             return val
         shape = self.names.fresh("shape")
@@ -114,6 +155,11 @@ class Expr:
             return Val(self.g.op("Not", [self.test(node.expression).name]), "bool")
         return self.g.truth(self(node))
 
+    def _Tuple(self, node: cst.Tuple) -> Tup:
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            raise Unfusable(f"`{code(node)}` unpacks into a tuple")
+        return Tup([self(e.value) for e in node.elements])
+
     def _Name(self, node: cst.Name) -> Val:
         if node.value in ("True", "False"):
             return self.g.const(node.value == "True", "bool")
@@ -137,6 +183,8 @@ class Expr:
                 position = self.g.const(indices[0], "int")
                 return Val(self.g.op("Gather", [self.g.op("Shape", [array.name]), position.name], axis=0), "int")
         array = self(value)
+        if isinstance(array, Tup) and len(indices) == 1 and -len(array.items) <= indices[0] < len(array.items):
+            return array.items[indices[0]]
         if array.kind != "array":
             raise Unfusable(f"`{code(node)}` indexes a Python value")
         out = array.name
@@ -167,7 +215,7 @@ class Expr:
         raise Unfusable(f"`{code(node)}` has no ONNX form here")
 
     def _numbers(self, left: Val, right: Val, what: str) -> tuple[Val, Val, str]:
-        if left.kind == "array" or right.kind == "array":
+        if left.kind in ("array", "tuple") or right.kind in ("array", "tuple"):
             raise Unfusable(f"`{what}` mixes an array into Python arithmetic")
         kind = "float" if "float" in (left.kind, right.kind) else "int"
         return self.g.cast(left, kind), self.g.cast(right, kind), kind

@@ -6,7 +6,7 @@ import libcst as cst
 from rewrite.build import reads_writes
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall
 
-from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, Val, scalar_kind
+from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, from_type, scalar_kind
 
 
 def _candidate(node, metas: dict, in_loop: bool = False, top: bool = False, returning: bool = False) -> bool:
@@ -123,9 +123,17 @@ class Types:
                 meta = self.metas[node.region.name]
                 for out, kind in zip(node.region.outputs, region_output_kinds(meta, self.out_elems[meta["name"]])):
                     self._set(out, kind)
-            elif isinstance(node, HostStmt) and isinstance(node.node, cst.Assign) and len(node.node.targets) == 1 \
-                    and isinstance(node.node.targets[0].target, cst.Name):
-                self._set(node.node.targets[0].target.value, self._kind(node.node.value))
+            elif isinstance(node, HostStmt) and isinstance(node.node, cst.Assign) and len(node.node.targets) == 1:
+                target, kind = node.node.targets[0].target, self._kind(node.node.value)
+                if isinstance(target, cst.Name):
+                    self._set(target.value, kind)
+                elif isinstance(target, cst.Tuple):  # `h, c = state`
+                    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+                    parts = kind[1] if kind and kind[0] in ("tuple", "list") and len(kind[1]) == len(names) \
+                        else [None] * len(names)
+                    for name, part in zip(names, parts):
+                        if name:
+                            self._set(name, part)
             elif isinstance(node, If):
                 self._walk(node.body)
                 self._walk(node.orelse)
@@ -138,38 +146,50 @@ class Types:
         """The kind of a host expression over names of known kinds (by building it into a scratch graph)."""
         env = Env(source=self._known)
         try:
-            val = Expr(Graph(Names()), env)(expr)
+            return Expr(Graph(Names()), env)(expr).type()
         except Unfusable:
             return None
-        return val.kind, val.elem if val.kind == "array" else None
 
-    def _known(self, name: str) -> Val:
+    def _known(self, name: str):
         kind = self.kinds.get(name)
         if kind is None:
             raise Unfusable(name)
-        return Val(name, *kind)
+        return from_type(kind, lambda: name)
 
     def get(self, name: str):
         return self.kinds.get(name)
 
 
-def region_output_kinds(meta: dict, graph_elems: list[int]) -> list[tuple[str, int | None]]:
-    """(kind, element type) of each output of a flat region."""
-    kinds = []
-    for out, leaf in zip(meta["outputs"], meta["output_leaves"]):
-        spec = out["spec"]
-        if spec["t"] == "scalar":
-            kinds.append((scalar_kind(spec["dtype"]), None))
-        elif leaf["source"] == "graph":
-            kinds.append(("array", graph_elems[leaf["index"]]))
+def region_output_kinds(meta: dict, graph_elems: list[int]) -> list[tuple]:
+    """The type (see Val.type) of each output of a region."""
+    leaves = []
+    for leaf in meta["output_leaves"]:
+        if leaf["source"] == "graph":
+            leaves.append(("array", graph_elems[leaf["index"]]))
         else:
-            kinds.append(("array", NP_ELEM.get(meta["input_leaves"][leaf["index"]]["dtype"])))
-    return kinds
+            leaves.append(("array", NP_ELEM.get(meta["input_leaves"][leaf["index"]]["dtype"])))
+    it = iter(leaves)
+    return [_spec_type(out["spec"], it) for out in meta["outputs"]]
+
+
+def _spec_type(spec: dict, leaves) -> tuple:
+    if spec["t"] == "scalar":
+        next(leaves)
+        return (scalar_kind(spec["dtype"]), None)
+    if spec["t"] in ("tuple", "list"):
+        return (spec["t"], tuple(_spec_type(s, leaves) for s in spec["items"]))
+    return next(leaves)
 
 
 def _flat(meta: dict) -> bool:
-    return all(i["spec"]["t"] in ("array", "scalar") for i in meta["inputs"]) and \
-        all(o["spec"]["t"] in ("array", "scalar") for o in meta["outputs"])
+    """Arrays, Python scalars, and tuples or lists of them in and out (no dicts, no None)."""
+    return all(_leafy(i["spec"]) for i in meta["inputs"]) and all(_leafy(o["spec"]) for o in meta["outputs"])
+
+
+def _leafy(spec: dict) -> bool:
+    if spec["t"] in ("tuple", "list"):
+        return all(_leafy(s) for s in spec["items"])
+    return spec["t"] in ("array", "scalar")
 
 
 def early_exit(node) -> bool:
