@@ -54,7 +54,7 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
         live, vals = returns, block.ret
     else:
         outside = names_outside(program, {id(n) for n in run})
-        live = [n for n in env if env.bound(n) and n in outside]
+        live = [n for n in env if env.bound(n) and n in outside and not _host_list(env[n])]
         vals = [env[n] for n in live]
     vals = vals + list(ctx.scans.values())
     out_leaves = [leaf for v in vals for leaf in v.leaves()]
@@ -90,6 +90,11 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
     if returns is not None:
         block.returns = ctx.returns[0][0]
     return model, meta, block
+
+
+def _host_list(value) -> bool:
+    """An empty list the host made before the call (what its loops append comes stacked, see extends)."""
+    return isinstance(value, Tup) and value.is_list and not value.items
 
 
 def _returned_names(returns: list[tuple[bool, list]]) -> list[str]:
@@ -164,6 +169,9 @@ def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict]
         try:
             model, meta, block = _build(program, run, f"block_L{origin.first}", signature, metas, models)
         except Unfusable as exc:  # keep the node it failed on in the host; try the code around and inside it
+            if exc.at is None:  # the run as a whole (its outputs): nothing smaller to try
+                reasons.append(f"{origin.func} {origin.lines}: {exc.args[0]}")
+                continue
             k = start + next(i for i, n in enumerate(run) if n is exc.at)
             where = exc.at.region.origin if isinstance(exc.at, RegionCall) else exc.at.origin
             reasons.append(f"{where.func} {where.lines}: {exc.args[0]}")

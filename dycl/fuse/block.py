@@ -8,7 +8,8 @@ from onnx import TensorProto, helper
 from rewrite.build import reads_writes
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
 
-from .graph import ARITH, NP_ELEM, Env, Expr, Graph, Names, Tup, Unfusable, Val, from_type, scalar_kind
+from .graph import (ARITH, NP_ELEM, Appended, Env, Expr, Graph, Names, Tup, Unfusable, Val, from_type, read,
+                    scalar_kind)
 from .runs import Types, _append, _empty_list, _returns, early_exit, names_outside, split_breaks
 
 
@@ -96,15 +97,26 @@ class Block:
 
     def _HostStmt(self, node: HostStmt) -> None:
         stmt, expr = node.node, Expr(self.g, self.env)
-        if node.dead or _empty_list(stmt):
-            return  # an empty list is made by the host before the call (see hoisted)
+        if node.dead:
+            return
+        if _empty_list(stmt):  # the host makes it before the call (see hoisted); appends here build it up
+            self.env[_name_target(stmt.targets[0].target)] = Tup([], is_list=True)
+            return
         if _append(stmt):
-            lst = stmt.value.func.value.value
-            if self.scans is None or lst in self.scans:
+            lst, value = stmt.value.func.value.value, expr(stmt.value.args[0].value)
+            if self.scans is None:  # outside a loop: the list grows by one known item
+                if lst in self.ctx.scans:
+                    raise Unfusable(f"`{code(stmt)}` appends after a loop appended to `{lst}`")
+                current = self.env[lst]
+                if not isinstance(current, Tup) or not current.is_list:
+                    raise Unfusable(f"`{code(stmt)}` appends to `{lst}`, which is not a list built here")
+                self.env[lst] = Tup(current.items + [value], is_list=True)
+                return
+            if lst in self.scans:
                 raise Unfusable(f"`{code(stmt)}` is not once per iteration of a loop body")
-            self.scans[lst] = expr(stmt.value.args[0].value)
-            if self.scans[lst].kind != "array":
-                raise Unfusable(f"`{code(stmt)}` appends a Python scalar")
+            if value.kind != "array":
+                raise Unfusable(f"`{code(stmt)}` appends a Python value to a list in a loop")
+            self.scans[lst] = value
         elif isinstance(stmt, cst.AugAssign):
             if type(stmt.operator) not in ARITH:
                 raise Unfusable(f"`{code(stmt)}`: only +=, -= and *= are expressed in ONNX")
@@ -256,6 +268,12 @@ class Block:
             if lst in self.ctx.scans:
                 raise Unfusable(f"two loops append to `{lst}`")
             self.ctx.scans[lst] = Val(out, "array", val.elem)
+            try:
+                before = self.env[lst]
+            except Unfusable:
+                before = None
+            if isinstance(before, Tup) and before.is_list:
+                self.env[lst] = Appended(before)
 
 
 def _pairs(values: list[list[Val]], where: str) -> list[list[Val]]:
@@ -314,7 +332,7 @@ def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: En
     """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there."""
     args: list[Val] = []  # the region's input leaves, in order
     for var, inp in zip(region.inputs, meta["inputs"]):
-        _leaves_in(g, env[var], inp["spec"], args, f"region {region.name} input `{var}`")
+        _leaves_in(g, read(env, var), inp["spec"], args, f"region {region.name} input `{var}`")
     graph_outs: list[Val] = []
     if model is not None:
         prefix = g.names.fresh(region.name)

@@ -74,6 +74,24 @@ class Tup:
         return ("list" if self.is_list else "tuple", tuple(item.type() for item in self.items))
 
 
+class Appended(Tup):
+    """A host list after a loop appended to it: holds the items from before the loop.
+
+    The loop's items come back stacked and the host extends the list, so the graph
+    cannot read the whole list after the loop.
+    """
+
+    def __init__(self, before: Tup):
+        super().__init__(before.items, is_list=True)
+
+
+def read(env: "Env", name: str):
+    value = env[name]
+    if isinstance(value, Appended):
+        raise Unfusable(f"`{name}` is read after a loop appended to it")
+    return value
+
+
 def from_type(kind: tuple, fresh) -> "Val | Tup":
     """A value of the structure `kind` (see .type()) whose leaves are named by `fresh()`."""
     if kind[0] in ("tuple", "list"):
@@ -160,10 +178,15 @@ class Expr:
             raise Unfusable(f"`{code(node)}` unpacks into a tuple")
         return Tup([self(e.value) for e in node.elements])
 
+    def _List(self, node: cst.List) -> Tup:
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            raise Unfusable(f"`{code(node)}` unpacks into a list")
+        return Tup([self(e.value) for e in node.elements], is_list=True)
+
     def _Name(self, node: cst.Name) -> Val:
         if node.value in ("True", "False"):
             return self.g.const(node.value == "True", "bool")
-        return self.env[node.value]
+        return read(self.env, node.value)
 
     def _Subscript(self, node: cst.Subscript) -> Val:
         """`x.shape[i]` (a Python int) or `x[i, j]` with constant indices (an array)."""

@@ -9,7 +9,7 @@ from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall
 from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, from_type, scalar_kind
 
 
-def _candidate(node, metas: dict, in_loop: bool = False, top: bool = False, returning: bool = False) -> bool:
+def _candidate(node, metas: dict, top: bool = False, returning: bool = False) -> bool:
     """Could `node` run inside a graph? (Building it decides for sure.)"""
     if isinstance(node, RegionCall):
         meta = metas[node.region.name]
@@ -19,12 +19,12 @@ def _candidate(node, metas: dict, in_loop: bool = False, top: bool = False, retu
         if isinstance(stmt, cst.Return):
             return returning
         return node.dead or isinstance(stmt, (cst.Assign, cst.AugAssign)) and not (_empty_list(stmt) and not top) \
-            or (in_loop and _append(stmt))
+            or _append(stmt)
     if isinstance(node, If):
         return all(_candidate(n, metas, returning=returning) for n in node.body + node.orelse)
     if isinstance(node, Loop):
         steps, _ = split_breaks(node.body)
-        return all(_candidate(n, metas, in_loop=True) for n in steps)
+        return all(_candidate(n, metas) for n in steps)
     return False
 
 
