@@ -11,6 +11,7 @@ from hostgen import host_source
 from rewrite import rewrite_model
 
 GOLDEN = os.path.join(ROOT, "tests", "golden", "golden_gated_host.py")
+GOLDEN_FUSED = os.path.join(ROOT, "tests", "golden", "golden_gated_fused_host.py")
 
 
 def test_host_matches_golden():
@@ -21,6 +22,18 @@ def test_host_matches_golden():
         with open(GOLDEN, "w", encoding="utf-8") as fh:
             fh.write(text)
     with open(GOLDEN, encoding="utf-8") as fh:
+        assert text == fh.read()
+
+
+def test_fused_host_matches_golden(converted):
+    """The package's host.py once onnxruntime runs the decisions: one call, the replaced code as comments."""
+    result = converted(os.path.join(MODELS, "golden_gated.py"), check=20)
+    with open(os.path.join(result.out, "host.py"), encoding="utf-8") as fh:
+        text = fh.read()
+    if os.environ.get("DYCL_UPDATE_GOLDEN"):
+        with open(GOLDEN_FUSED, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    with open(GOLDEN_FUSED, encoding="utf-8") as fh:
         assert text == fh.read()
 
 

@@ -49,11 +49,11 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
             exc.at = node
             raise
     returns = None
+    outside = names_outside(program, {id(n) for n in run})
     if block.ret is not None:
         returns = _returned_names(ctx.returns)
         live, vals = returns, block.ret
     else:
-        outside = names_outside(program, {id(n) for n in run})
         live = [n for n in env if env.bound(n) and n in outside and not _host_list(env[n])]
         vals = [env[n] for n in live]
     vals = vals + list(ctx.scans.values())
@@ -84,7 +84,11 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
         "source_lines": [origin.first, origin.last],
         "fuses": called,
     }
-    hoisted = [n for n in run if isinstance(n, HostStmt) and _empty_list(n.node)]
+    # The host makes the empty lists that its loops' items extend, or that it reads afterwards.
+    hoisted = [n for n in run if isinstance(n, HostStmt) and _empty_list(n.node)
+               and (n.node.targets[0].target.value in ctx.scans
+                    or returns is None and n.node.targets[0].target.value in outside
+                    and n.node.targets[0].target.value not in live)]
     block = FusedBlock(name, [n for n, _ in inputs], out_names, [(lst, f"{lst}_items") for lst in ctx.scans],
                        hoisted, run, origin)
     if returns is not None:
