@@ -18,7 +18,7 @@ _STEP_TEXT = {
     "generate": "Generating host.py and regions",
     "explore": "Exploring shapes and paths",
     "export": "Exporting and compiling regions",
-    "fuse": "Moving host decisions and loops into graphs",
+    "fuse": "Moving decisions and loops into graphs (onnxruntime)",
     "package": "Writing the package",
     "check": "Checking against the original model",
 }

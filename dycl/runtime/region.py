@@ -14,7 +14,7 @@ class RegionError(RuntimeError):
 
 class RegionCallable:
     __slots__ = ("name", "origin", "fn", "in_specs", "out_specs", "sources", "single", "feeds", "_fast",
-                 "__weakref__")
+                 "_scalars_out", "__weakref__")
 
     def __init__(self, meta: dict, fn):
         self.name = meta["name"]
@@ -27,10 +27,10 @@ class RegionCallable:
         self.single = len(self.out_specs) == 1
         self.feeds = meta["graph_inputs"]
 
-        # Arrays (or Python scalars) in, arrays out: no flattening on the hot path.
+        # Arrays or Python scalars in and out: no flattening on the hot path.
         self._fast = None
-        if all(sp["t"] in ("array", "scalar") for sp in self.in_specs) \
-                and all(sp["t"] == "array" for sp in self.out_specs) \
+        self._scalars_out = [k for k, sp in enumerate(self.out_specs) if sp["t"] == "scalar"]
+        if all(sp["t"] in ("array", "scalar") for sp in self.in_specs + self.out_specs) \
                 and self.feeds == list(range(len(self.in_specs))) and fn is not None \
                 and self.sources == [("graph", k) for k in range(len(self.out_specs))]:
             self._fast = [None if sp["t"] == "array" else np.dtype(sp["dtype"]) for sp in self.in_specs]
@@ -44,6 +44,8 @@ class RegionCallable:
                 results = self.fn(args)
             except Exception as exc:
                 raise RegionError(f"while executing region {self.name} ({self.origin}): {exc}") from exc
+            for k in self._scalars_out:
+                results[k] = results[k].item()
             return results[0] if self.single else tuple(results)
         flat: list = []
         for value, spec in zip(args, self.in_specs):
