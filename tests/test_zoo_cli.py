@@ -108,7 +108,8 @@ def test_interrupted_run_leaves_only_whole_packages(folder, tmp_path):
                                               else []) < 2:
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)  # hang.py is still running
-    proc.wait(timeout=60)
+    # Normally well under a second; once, with a benchmark and the rest of the suite on the 2 cores, over 60 s.
+    proc.wait(timeout=180)
     entries = os.listdir(out)
     assert not [e for e in entries if ".tmp-" in e or ".old-" in e]
     packages = [e for e in entries if os.path.isdir(out / e) and not e.startswith(".")]
