@@ -35,7 +35,7 @@ def main() -> None:
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output package directory.")
 @click.option("--backend", type=click.Choice(["onnxruntime", "tvm", "auto", "torch"]), default="onnxruntime",
               show_default=True, help="Compiler for the regions: auto measures onnxruntime and TVM per region "
-                                      "and keeps the faster (and a fused graph only where it is faster); "
+                                      "and keeps the faster; "
                                       "torch runs them eagerly, for debugging.")
 @click.option("--target", metavar="JSON", help='TVM target, e.g. \'{"kind": "llvm", "mcpu": "skylake"}\' '
                                                "(default: this machine's CPU).")
@@ -47,14 +47,16 @@ def main() -> None:
 @click.option("--dynamic", "dynamic", multiple=True, metavar="NAME:DIM=SYMBOL,...",
               help="Dims that vary at run time, e.g. x:0=batch,2=h (adds to the file's DYNAMIC).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sample_inputs().")
-@click.option("--no-fuse", is_flag=True, help="Keep every decision and loop in host.py (by default onnxruntime "
-                                               "runs those it can express inside one graph).")
+@click.option("--fuse", type=click.Choice(["measured", "all", "none"]), default="measured", show_default=True,
+              help="onnxruntime runs the decisions and loops it can express inside one graph: where that was faster "
+                   "on the sample inputs (measured), wherever it is correct (all: the same package every time), "
+                   "or nowhere (none: every decision in host.py).")
 @click.option("--tune", "tune_trials", type=click.IntRange(min=0), default=0, metavar="TRIALS",
               help="TVM: tune each region's static-shape kernels with MetaSchedule, measuring up to TRIALS "
                    "candidates per region (records are cached and reused). Needs the 'tune' extra.")
 @click.option("--tune-budget", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
               help="Stop tuning after this long (the regions left get the default schedules).")
-def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, no_fuse, tune_trials,
+def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, fuse, tune_trials,
             tune_budget) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
@@ -69,7 +71,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed,
                           list(dynamic) or None)
     opts.target = target
-    opts.fuse = not no_fuse
+    opts.fuse = fuse
     start = time.perf_counter()
     try:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

@@ -41,7 +41,9 @@ class ConvertOptions:
         self.model, self.inputs, self.seed, self.dynamic = model, inputs, seed, dynamic
         self.fixed_sizes: dict[str, int] = {}  # convert for these sizes of the dynamic symbols only
         self.target: str | None = None  # TVM target (JSON); default: this machine's CPU
-        self.fuse = True  # onnxruntime: run decisions and loops inside graphs where they can
+        # onnxruntime runs decisions and loops inside graphs where it can: "measured" keeps each such graph
+        # where it is faster than the host, "all" wherever it is correct (deterministic), "none" nowhere.
+        self.fuse = "measured"
         self.tune = None  # backends.tvm_tune.TuneSettings: MetaSchedule for TVM regions
 
     def make_backend(self, name: str | None = None):
@@ -291,7 +293,7 @@ def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict) -
 
 
 def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
-    """Run stretches of host code as one onnxruntime graph each (see fuse), where that is correct."""
+    """Run stretches of host code as one onnxruntime graph each (see fuse), where correct (and faster)."""
     import onnx
 
     from .explore import to_numpy
@@ -299,7 +301,7 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     from .fuse.trial import HostTrial, try_fusion
     from .package import signature
 
-    if not opts.fuse or opts.backend not in ("onnxruntime", "auto"):
+    if opts.fuse == "none" or opts.backend not in ("onnxruntime", "auto"):
         return
     scratch = os.path.join(st.workdir, ".scratch")
     metas = {m["name"]: m for m in st.region_meta}
@@ -320,7 +322,7 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
         onnx.save(fusion.model, onnx_path)
         meta["artifact"] = f"regions/{meta['name']}{ort.suffix}"
         ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
-        why_not = try_fusion(trial, fusion, measure=opts.backend == "auto")
+        why_not = try_fusion(trial, fusion, measure=opts.fuse == "measured")
         if why_not:
             st.unfused.append(f"{where}: {why_not}")
             continue

@@ -8,7 +8,7 @@ Per zoo model, on the same sample inputs (several paths), interleaved so every
 side sees the same machine load: eager PyTorch; torch.compile (inductor);
 TorchScript → ONNX → onnxruntime where it exports; dycl with onnxruntime (as
 converted: decisions and loops inside graphs where possible), and again with
-every decision in the host (--no-fuse); dycl with TVM, untuned, and tuned with
+every decision in the host (--fuse none); dycl with TVM, untuned, and tuned with
 MetaSchedule for --tune-models; and the oracle (the exact path of each input as
 one onnxruntime graph). Reports latency ratios, backend calls per inference,
 host overhead (dycl ÷ oracle − 1), conversion time and peak memory of a
@@ -61,7 +61,7 @@ def _count_calls(net) -> list[int]:
     return counter
 
 
-def _convert(path: str, out: str, n_inputs: int, backend: str = "onnxruntime", fuse: bool = True, tune=None):
+def _convert(path: str, out: str, n_inputs: int, backend: str = "onnxruntime", fuse: str = "measured", tune=None):
     start = time.perf_counter()
     opts = ConvertOptions(path, out, backend=backend, check=n_inputs)
     opts.fuse, opts.tune = fuse, tune
@@ -83,7 +83,7 @@ def bench_model(path: str, workdir: str, args) -> dict:
     name = os.path.splitext(os.path.basename(path))[0]
     print(f"  {name}: converting", file=sys.stderr)
     result, convert_s = _convert(path, os.path.join(workdir, name), args.inputs)
-    host_result, _ = _convert(path, os.path.join(workdir, f"{name}-host"), args.inputs, fuse=False)
+    host_result, _ = _convert(path, os.path.join(workdir, f"{name}-host"), args.inputs, fuse="none")
     model, spec = result.spec.model, result.spec
     net = dycl.load(result.out, threads=1)
     host_net = dycl.load(host_result.out, threads=1)

@@ -14,16 +14,19 @@ ZOO = os.path.join(ROOT, "models_zoo")
 
 @pytest.fixture(scope="session")
 def converted(tmp_path_factory):
-    """converted(path, backend="onnxruntime", check=50, fuse=True) -> ConversionResult (cached)."""
+    """converted(path, backend="onnxruntime", check=50, fuse="all") -> ConversionResult (cached).
+
+    Tests fuse every correct block ("all"), so what they convert does not depend on timings.
+    """
     from dycl.convert import ConvertOptions, convert
 
     cache: dict = {}
     base = tmp_path_factory.mktemp("packages")
 
-    def run(path: str, backend: str = "onnxruntime", check: int = 50, fuse: bool = True):
+    def run(path: str, backend: str = "onnxruntime", check: int = 50, fuse: str = "all"):
         key = (path, backend, check, fuse)
         if key not in cache:
-            name = f"{os.path.splitext(os.path.basename(path))[0]}-{backend}-{check}{'' if fuse else '-host'}"
+            name = f"{os.path.splitext(os.path.basename(path))[0]}-{backend}-{check}{'' if fuse == 'all' else '-' + fuse}"
             opts = ConvertOptions(path, str(base / name), backend, check)
             opts.fuse = fuse
             cache[key] = convert(opts)

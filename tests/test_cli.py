@@ -24,10 +24,11 @@ def test_convert_prints_summary_and_writes_package(tmp_path):
     assert report["check"]["samples"] == 30 and report["check"]["eta"] == 0 and report["check"]["paths"] >= 2
 
 
-def test_no_fuse_keeps_decisions_in_the_host(tmp_path):
+def test_fuse_none_keeps_decisions_in_the_host(tmp_path):
     fused, host = tmp_path / "fused", tmp_path / "host"
-    assert dycl("convert", os.path.join(MODELS, "golden_gated.py"), "-o", str(fused), "--check", "10").returncode == 0
-    proc = dycl("convert", os.path.join(MODELS, "golden_gated.py"), "-o", str(host), "--check", "10", "--no-fuse")
+    assert dycl("convert", os.path.join(MODELS, "golden_gated.py"), "-o", str(fused), "--check", "10",
+                "--fuse", "all").returncode == 0
+    proc = dycl("convert", os.path.join(MODELS, "golden_gated.py"), "-o", str(host), "--check", "10", "--fuse", "none")
     assert proc.returncode == 0, proc.stderr
     assert "run as one region" in (fused / "host.py").read_text()
     assert "run as one region" not in (host / "host.py").read_text() and "if " in (host / "host.py").read_text()

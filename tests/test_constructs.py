@@ -80,8 +80,8 @@ def test_loop_body_is_one_region_called_once_per_iteration(converted):
 def test_growing_state_gets_a_symbolic_dim(converted):
     import json
 
-    # Kept in the host (fuse=False): the loop's own region sees the state grow.
-    result = converted(os.path.join(MODELS, "c_growing_state.py"), check=20, fuse=False)
+    # Kept in the host (fuse="none"): the loop's own region sees the state grow.
+    result = converted(os.path.join(MODELS, "c_growing_state.py"), check=20, fuse="none")
     with open(os.path.join(result.out, "manifest.json")) as fh:
         manifest = json.load(fh)
     (region,) = manifest["regions"]

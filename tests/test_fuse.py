@@ -56,7 +56,7 @@ def _same(a, b) -> None:
 @pytest.mark.parametrize("path", FUSED, ids=lambda p: os.path.basename(p)[:-3])
 def test_fused_graph_matches_the_host(converted, path):
     fused = converted(path, check=20)
-    host = converted(path, check=20, fuse=False)
+    host = converted(path, check=20, fuse="none")
     assert fused.check.passed and host.check.passed
 
     manifest = json.load(open(os.path.join(fused.out, "manifest.json")))
@@ -71,6 +71,16 @@ def test_fused_graph_matches_the_host(converted, path):
         args = [to_numpy(v) for v in inp]
         _same(a(*args), b(*args))
     assert sum(calls_a) < sum(calls_b)
+
+
+def test_measured_fusion_keeps_a_graph_only_where_it_was_faster(converted):
+    """The default: every correct block is timed against the host; the slower side goes, with the timings."""
+    result = converted(os.path.join(ZOO, "branchynet.py"), check=20, fuse="measured")
+    assert result.check.passed and result.check.eta == 0
+    timed_out = [u for u in result.unfused if "as one graph it ran in" in u]
+    assert bool(result.fused) != bool(timed_out), (result.fused, result.unfused)
+    if timed_out:
+        assert _host_control(result.out) > 0 and "µs in the host" in timed_out[0]
 
 
 def test_samples_reach_every_exit_of_the_fused_loop():
