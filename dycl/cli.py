@@ -116,11 +116,11 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
 def _tune_settings(trials: int, budget: float, progress):
     from .backends.tvm_tune import TuneSettings
 
-    try:
-        import psutil  # noqa: F401  (MetaSchedule needs both)
-        import xgboost  # noqa: F401
-    except ImportError as exc:
-        raise click.UsageError(f"--tune needs the 'tune' extra (pip install 'dycl[tune]'): {exc}") from None
+    import importlib.util
+
+    missing = [m for m in ("xgboost", "psutil") if importlib.util.find_spec(m) is None]  # MetaSchedule needs both
+    if missing:
+        raise click.UsageError(f"--tune needs the 'tune' extra (pip install 'dycl[tune]'); missing: {', '.join(missing)}")
     return TuneSettings(trials, budget, progress=progress)
 
 
