@@ -155,11 +155,14 @@ def write_report(workdir: str, st) -> None:
     lines += ["## Host program", "", "Decisions and loops run in `host.py`; regions are compiled. The same graph "
               "is in `cfg.dot`" + (" (rendered: `cfg.svg`)." if os.path.exists(os.path.join(workdir, "cfg.svg")) else "."),
               "", "```", tree_text(program, os.path.basename(st.spec.path)).rstrip(), "```", ""]
-    lines += ["## Regions", "", "| region | source | inputs | outputs | calls in exploration |", "|---|---|---|---|---:|"]
+    inside = {name: m["name"] for m in st.region_meta for name in m.get("fuses", [])}
+    lines += ["## Regions", "", "| region | source | inputs | outputs | calls in exploration | compiled as |",
+              "|---|---|---|---|---:|---|"]
     for r in program.regions:
         rec = st.exploration.records[r.name] if st.exploration else None
+        compiled = f"part of `{inside[r.name]}`" if r.name in inside else "its own graph"
         lines.append(f"| `{r.name}` | {r.origin.func} {r.origin.lines} | {', '.join(r.inputs)} | "
-                     f"{', '.join(r.outputs)} | {rec.calls if rec else 0} |")
+                     f"{', '.join(r.outputs)} | {rec.calls if rec else 0} | {compiled} |")
     if info["loops"]:
         lines += ["", "## Loops", "",
                   "| loop | kind | source | regions in body (each compiled once) | iterations seen | "
