@@ -97,8 +97,12 @@ def step_rewrite(opts: ConvertOptions, st: ConversionResult) -> None:
     st.program = rewrite_model(st.spec.model, st.spec.inputs)
 
 
+def _source(st: ConversionResult) -> str:
+    return os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
+
+
 def step_generate(opts: ConvertOptions, st: ConversionResult) -> None:
-    source = os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
+    source = _source(st)
     _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(source)))
     _write(os.path.join(st.workdir, "regions_torch.py"), regions_source(st.program))
     scratch = os.path.join(st.workdir, ".scratch")
@@ -297,7 +301,7 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     import onnx
 
     from .explore import to_numpy
-    from .fuse import fuse_program
+    from .fuse import called_regions, fuse_program
     from .fuse.trial import HostTrial, try_fusion
     from .package import signature
 
@@ -328,35 +332,13 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
             continue
         metas[meta["name"]] = meta
         st.fused.append(f"{where}: region {meta['name']} runs {', '.join(meta['fuses'])}")
-    used = _called_regions(st.program)
+    used = set(called_regions(st.program.body))
     st.region_meta = [m for name, m in metas.items() if name in used]
     kept = {os.path.basename(m["artifact"]) for m in st.region_meta if m["artifact"]}
     for artifact in set(os.listdir(os.path.join(st.workdir, "regions"))) - kept:
         os.remove(os.path.join(st.workdir, "regions", artifact))
     st.artifacts = len(kept)
-    source = os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
-    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(source)))
-
-
-def _called_regions(program) -> set[str]:
-    from rewrite.cfg import FusedBlock, If, Loop, RegionCall
-
-    found: set[str] = set()
-
-    def walk(nodes):
-        for node in nodes:
-            if isinstance(node, RegionCall):
-                found.add(node.region.name)
-            elif isinstance(node, If):
-                walk(node.body)
-                walk(node.orelse)
-            elif isinstance(node, Loop):
-                walk(node.body)
-            elif isinstance(node, FusedBlock):
-                found.add(node.region)
-
-    walk(program.body)
-    return found
+    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
 
 
 def step_package(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -23,13 +23,13 @@ from .block import Block, Context
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
 
-__all__ = ["Unfusable", "Fusion", "fuse_program"]
+__all__ = ["Unfusable", "Fusion", "fuse_program", "called_regions"]
 
 
 def _build(program: Program, run: list, name: str, signature: list[dict], metas: dict[str, dict],
            models: dict[str, onnx.ModelProto]) -> tuple[onnx.ModelProto, dict, FusedBlock]:
     """The ONNX model running `run`, its region metadata, and the host's call."""
-    called = _called(run)
+    called = called_regions(run)
     opsets = {(o.domain or "", o.version) for r in called if r in models for o in models[r].opset_import}
     if len(opsets) > 1:
         raise Unfusable("its regions use different ONNX opsets or custom domains")
@@ -134,15 +134,18 @@ def _span(run: list):
     return origin
 
 
-def _called(nodes: list) -> list[str]:
+def called_regions(nodes: list) -> list[str]:
+    """The regions host nodes call, in order; a fused block calls its own region only."""
     out: dict[str, None] = {}
     for node in nodes:
         if isinstance(node, RegionCall):
             out[node.region.name] = None
+        elif isinstance(node, FusedBlock):
+            out[node.region] = None
         elif isinstance(node, If):
-            out.update(dict.fromkeys(_called(node.body) + _called(node.orelse)))
+            out.update(dict.fromkeys(called_regions(node.body) + called_regions(node.orelse)))
         elif isinstance(node, Loop):
-            out.update(dict.fromkeys(_called(node.body)))
+            out.update(dict.fromkeys(called_regions(node.body)))
     return list(out)
 
 
