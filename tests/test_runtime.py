@@ -92,6 +92,18 @@ def test_torch_tensors_are_accepted(converted):
     assert a[1] == b[1]
 
 
+def test_strided_input_gives_the_contiguous_result(converted):
+    import dycl
+
+    net = dycl.load(converted(GATED, check=5).out)
+    wide = np.random.default_rng(0).standard_normal((1, 16)).astype(np.float32)
+    strided = wide[:, ::2]  # a view: not C-contiguous, so not taken by the fast input check
+    assert not strided.flags.c_contiguous
+    got, expected = net(strided), net(strided.copy())
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1] == expected[1]
+
+
 def test_modified_artifact_is_refused(converted, tmp_path):
     import shutil
 
