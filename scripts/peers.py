@@ -3,6 +3,12 @@
 - oracle: the exact path one input takes, traced as one static ONNX graph and
   run by onnxruntime — the best any split-and-compile approach can do. Inputs
   that take the same path (the same sequence of region calls) share one graph.
+  The values the path's decisions read (`.item()`, `bool(t)`, ...) are outputs
+  of that graph: any approach that takes the decisions must compute them. A
+  plain trace turns them into constants, and onnxruntime then drops the work
+  behind them (BranchyNet's side branches on the paths that do not exit
+  there, SkipNet's gates): that graph is kept as `Oracle(decisions=False)`,
+  "oracle without decision work" in the tables.
 - torch.compile (inductor) on the original model.
 - TorchScript: torch.jit.script, exported to ONNX with If/Loop in the graph,
   run by onnxruntime, where that works.
@@ -44,15 +50,39 @@ def _tensor_leaves(value) -> list:
     return []
 
 
-class _Leaves(torch.nn.Module):
-    """The model with its output flattened to tensors (Python ints on the path are constants)."""
+_DECIDING = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__")
 
-    def __init__(self, model):
+
+class _Leaves(torch.nn.Module):
+    """The model with its output flattened to tensors (Python values on the path are constants).
+
+    With `decisions`, every tensor the path turns into a Python value is an output too.
+    """
+
+    def __init__(self, model, decisions: bool):
         super().__init__()
-        self.model = model
+        self.model, self.decisions = model, decisions
 
     def forward(self, *inputs):
-        return tuple(_tensor_leaves(self.model(*inputs)))
+        if not self.decisions:
+            return tuple(_tensor_leaves(self.model(*inputs)))
+        read: list = []
+        originals = {name: getattr(torch.Tensor, name) for name in _DECIDING}
+
+        def reading(name):
+            def method(tensor, *args, **kwargs):
+                read.append(tensor)
+                return originals[name](tensor, *args, **kwargs)
+            return method
+
+        try:
+            for name in _DECIDING:
+                setattr(torch.Tensor, name, reading(name))
+            outputs = _tensor_leaves(self.model(*inputs))
+        finally:
+            for name, method in originals.items():
+                setattr(torch.Tensor, name, method)
+        return tuple(outputs) + tuple(read)
 
 
 def path_of(net, args) -> tuple:
@@ -79,11 +109,12 @@ def path_of(net, args) -> tuple:
 
 
 class Oracle:
-    """One traced onnxruntime graph per distinct path."""
+    """One traced onnxruntime graph per distinct path, computing the values its decisions read."""
 
-    def __init__(self, model):
-        self.wrapper = _Leaves(model).eval()
+    def __init__(self, model, decisions: bool = True):
+        self.wrapper = _Leaves(model, decisions).eval()
         self.sessions: dict[tuple, ort.InferenceSession | None] = {}
+        self.graphs: dict[tuple, bytes] = {}  # each path's ONNX model
 
     def session(self, path: tuple, inputs: tuple):
         if path not in self.sessions:
@@ -92,7 +123,8 @@ class Oracle:
                 with warnings.catch_warnings(), torch.no_grad():
                     warnings.simplefilter("ignore")
                     torch.onnx.export(self.wrapper, inputs, buf, dynamo=False)
-                self.sessions[path] = _session(buf.getvalue())
+                self.graphs[path] = buf.getvalue()
+                self.sessions[path] = _session(self.graphs[path])
             except Exception as exc:  # noqa: BLE001 - reported as "fails" in the table
                 print(f"    oracle export failed: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
                 self.sessions[path] = None
