@@ -4,6 +4,7 @@ import json
 import os
 
 import numpy as np
+import onnx
 import pytest
 
 import dycl
@@ -13,12 +14,14 @@ from dycl.explore import to_numpy
 # Decisions (skipnet, blockdrop, moe, batch_gated), early exits (sdn, branchynet), loops (the decoders, act)
 # loops with a break flag and decisions inside (c_break_continue), and returns on some paths of an arm
 # only (golden_gated: `if g: ... else: if c: return ...` followed by more code); skipnet38 carries its
-# LSTM gate's (h, c) tuple through every decision; ranet passes a list it builds to a region.
+# LSTM gate's (h, c) tuple through every decision; ranet passes a list it builds to a region;
+# c_gated_residual binds `x` and `shortcut` to one value on one arm.
 FUSED = [os.path.join(ZOO, f"{m}.py") for m in ["skipnet", "skipnet38", "blockdrop", "moe", "batch_gated", "sdn",
                                                  "branchynet", "ranet",
                                                  "rnn_early_stop", "seq2seq", "caption", "act"]] \
     + [os.path.join(MODELS, f"{m}.py") for m in ["c_while_item_counter", "c_for_break_decoder", "c_nested_if",
-                                                  "c_break_continue", "c_early_return", "golden_gated"]]
+                                                  "c_break_continue", "c_early_return", "golden_gated",
+                                                  "c_gated_residual"]]
 
 
 def _host_control(package: str) -> int:
@@ -35,6 +38,35 @@ def _count_calls(net) -> list:
             return _region(*args)
         setattr(net.regions, name, counted)
     return calls
+
+
+def _needless_if_outputs(model) -> list[str]:
+    """If outputs that both arms take from one outer value, or that repeat another output's pair of values.
+
+    Each If output is a copy on every call: those values can be read without one.
+    """
+    def source(branch, k):
+        out = branch.output[k].name
+        node = next((n for n in branch.node if out in n.output), None)
+        return node.input[0] if node is not None and node.op_type == "Identity" else out
+
+    found = []
+
+    def walk(graph):
+        for node in graph.node:
+            branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+            if node.op_type == "If":
+                seen = set()
+                for k, out in enumerate(node.output):
+                    pair = (source(branches["then_branch"], k), source(branches["else_branch"], k))
+                    if pair[0] == pair[1] or pair in seen:
+                        found.append(out)
+                    seen.add(pair)
+            for branch in branches.values():
+                walk(branch)
+
+    walk(model.graph)
+    return found
 
 
 def _same(a, b) -> None:
@@ -64,6 +96,8 @@ def test_fused_graph_matches_the_host(converted, path):
     assert blocks, fused.unfused
     # Every decision and loop moved into the graph; the host keeps none.
     assert _host_control(fused.out) == 0 and _host_control(host.out) > 0
+    for block in blocks:
+        assert not _needless_if_outputs(onnx.load(os.path.join(fused.out, block["artifact"])))
 
     a, b = dycl.load(fused.out), dycl.load(host.out)
     calls_a, calls_b = _count_calls(a), _count_calls(b)

@@ -76,19 +76,35 @@ class Block:
                                  "returned")
 
     def _emit_if(self, test: str, graphs: list[Graph], values: list[list], stem: str) -> list:
-        """An If node choosing values[i][0] (then) or values[i][1] (else) for each output."""
+        """An If node choosing values[i][0] (then) or values[i][1] (else) for each output.
+
+        Each If output costs a copy on every call, so a value both arms leave as it was (one name
+        from outside) is read directly, and names bound to the same pair of values share an output
+        (BlockDrop's `x` and `shortcut` after `x = shortcut`).
+        """
         pairs = [[x, y] for a, b in values for x, y in zip(a.leaves(), b.leaves())]
-        branches = []
-        for k, graph in enumerate(graphs):
-            outs = [graph.op("Identity", [vals[k].name]) for vals in pairs]
-            branches.append(helper.make_graph(
-                graph.nodes, self.ctx.names.fresh(f"{stem}_{'then' if k == 0 else 'else'}"), [],
-                [helper.make_tensor_value_info(o, vals[k].elem, None) for o, vals in zip(outs, pairs)],
-                initializer=graph.initializers))
-        outs = [self.ctx.names.fresh(stem) for _ in pairs]
-        self.g.nodes.append(helper.make_node("If", [test], outs, name=self.ctx.names.fresh(stem),
-                                             then_branch=branches[0], else_branch=branches[1]))
-        leaves = iter([Val(o, vals[0].kind, vals[0].elem) for o, vals in zip(outs, pairs)])
+        copied = {n.output[0]: n.input[0] for g in (self.g, *graphs) for n in g.nodes if n.op_type == "Identity"}
+
+        def origin(val: Val) -> Val:
+            while val.name in copied:
+                val = Val(copied[val.name], val.kind, val.elem)
+            return val
+
+        pairs = [[origin(x), origin(y)] for x, y in pairs]
+        chosen = list({(x.name, y.name): [x, y] for x, y in pairs if x.name != y.name}.values())
+        outs = [self.ctx.names.fresh(stem) for _ in chosen]
+        if chosen:
+            branches = []
+            for k, graph in enumerate(graphs):
+                results = [graph.op("Identity", [vals[k].name]) for vals in chosen]
+                branches.append(helper.make_graph(
+                    graph.nodes, self.ctx.names.fresh(f"{stem}_{'then' if k == 0 else 'else'}"), [],
+                    [helper.make_tensor_value_info(o, vals[k].elem, None) for o, vals in zip(results, chosen)],
+                    initializer=graph.initializers))
+            self.g.nodes.append(helper.make_node("If", [test], outs, name=self.ctx.names.fresh(stem),
+                                                 then_branch=branches[0], else_branch=branches[1]))
+        made = {(x.name, y.name): Val(o, x.kind, x.elem) for o, (x, y) in zip(outs, chosen)}
+        leaves = iter([x if x.name == y.name else made[x.name, y.name] for x, y in pairs])
         return [a.rebuild(leaves) for a, _ in values]
 
     def _RegionCall(self, node: RegionCall) -> None:
