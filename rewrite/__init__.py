@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from .build import Builder
-from .cfg import HostStmt, If, Loop, Program, Region, RegionCall
+from .cfg import HostStmt, If, Program, Region, RegionCall, host_nodes
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds
 from .diagnostics import ConversionError, Diagnostic
 from .liveness import assign_region_signatures
@@ -64,19 +64,9 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
     return program
 
 
-def _walk(nodes):
-    for node in nodes:
-        yield node
-        if isinstance(node, If):
-            yield from _walk(node.body)
-            yield from _walk(node.orelse)
-        elif isinstance(node, Loop):
-            yield from _walk(node.body)
-
-
 def _regions_in(body) -> list[Region]:
-    return [n.region for n in _walk(body) if isinstance(n, RegionCall)]
+    return [n.region for n in host_nodes(body) if isinstance(n, RegionCall)]
 
 
 def _contains(body, decision) -> bool:
-    return any(n is decision for n in _walk(body))
+    return any(n is decision for n in host_nodes(body))

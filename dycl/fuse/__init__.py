@@ -17,7 +17,7 @@ import libcst as cst
 import onnx
 from onnx import helper
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code
+from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 
 from .block import Block, Context
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
@@ -114,20 +114,9 @@ def _returned_names(returns: list[tuple[bool, list]]) -> list[str]:
     return names
 
 
-def _origins(nodes: list) -> list:
-    out = []
-    for n in nodes:
-        out.append(n.region.origin if isinstance(n, RegionCall) else n.origin)
-        if isinstance(n, If):
-            out += _origins(n.body) + _origins(n.orelse)
-        elif isinstance(n, Loop):
-            out += _origins(n.body)
-    return out
-
-
 def _span(run: list):
     """Source lines of `run`, nested nodes included (inlined code from other functions does not count)."""
-    origins = _origins(run)
+    origins = [n.region.origin if isinstance(n, RegionCall) else n.origin for n in host_nodes(run)]
     origin = origins[0]
     for other in origins[1:]:
         origin = origin.span(other)
@@ -136,17 +125,8 @@ def _span(run: list):
 
 def called_regions(nodes: list) -> list[str]:
     """The regions host nodes call, in order; a fused block calls its own region only."""
-    out: dict[str, None] = {}
-    for node in nodes:
-        if isinstance(node, RegionCall):
-            out[node.region.name] = None
-        elif isinstance(node, FusedBlock):
-            out[node.region] = None
-        elif isinstance(node, If):
-            out.update(dict.fromkeys(called_regions(node.body) + called_regions(node.orelse)))
-        elif isinstance(node, Loop):
-            out.update(dict.fromkeys(called_regions(node.body)))
-    return list(out)
+    return list(dict.fromkeys(node.region.name if isinstance(node, RegionCall) else node.region
+                              for node in host_nodes(nodes) if isinstance(node, (RegionCall, FusedBlock))))
 
 
 class Fusion:

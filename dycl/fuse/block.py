@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from rewrite.build import reads_writes
-from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 
 from .graph import (ARITH, NP_ELEM, Appended, Env, Expr, Graph, Names, Tup, Unfusable, Val, from_type, read,
                     scalar_kind)
@@ -316,15 +316,11 @@ def _placeholder(g: Graph, like):
 def _written(nodes: list) -> list[str]:
     """Names a list of host nodes may assign, in order."""
     out: dict[str, None] = {}
-    for node in nodes:
+    for node in host_nodes(nodes):
         if isinstance(node, RegionCall):
             out.update(dict.fromkeys(node.region.outputs))
         elif isinstance(node, HostStmt) and not _append(node.node) and not node.dead:
             out.update(dict.fromkeys(reads_writes(node.node)[1]))
-        elif isinstance(node, If):
-            out.update(dict.fromkeys(_written(node.body) + _written(node.orelse)))
-        elif isinstance(node, Loop):
-            out.update(dict.fromkeys(_written(node.body)))
     return list(out)
 
 
