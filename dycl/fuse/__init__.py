@@ -13,6 +13,8 @@ keep the host's decisions, which is what they need.
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import onnx
 from onnx import helper
@@ -101,15 +103,21 @@ def _host_list(value) -> bool:
     return isinstance(value, Tup) and value.is_list and not value.items
 
 
+_LINE_SUFFIX = re.compile(r"_L\d+(_\d+)*$")  # generated names: `out_L42_1` is `out` from line 42
+
+
 def _returned_names(returns: list[tuple[bool, list]]) -> list[str]:
-    """Names for returned values: the variable every return gives in that position, else `returned_k`."""
+    """Names for returned values: the variable every return gives in that position, or the stem all
+    their names share (`out` for `out_L42`, `out_L43`), else `returned_k`."""
     shapes = {(is_tuple, len(values)) for is_tuple, values in returns}
     if len(shapes) != 1:
         raise Unfusable("the returns give values of different shapes")
     names = []
     for k in range(len(returns[0][1])):
         given = {code(values[k]) for _, values in returns}
-        name = given.pop() if len(given) == 1 and isinstance(returns[0][1][k], cst.Name) else f"returned_{k}"
+        stems = {_LINE_SUFFIX.sub("", g) for g in given}
+        name = stems.pop() if len(stems) == 1 and all(isinstance(v[k], cst.Name) for _, v in returns) \
+            else f"returned_{k}"
         names.append(name if name not in names else f"returned_{k}")
     return names
 

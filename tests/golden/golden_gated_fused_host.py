@@ -37,5 +37,5 @@ def forward(regions, x):
     #       else:
     #           out_L43 = regions.out_L43_1(x)
     #   return out_L43, 3
-    returned_0, returned_1 = regions.block_L33(x)
-    return returned_0, returned_1
+    out, returned_1 = regions.block_L33(x)
+    return out, returned_1
