@@ -68,6 +68,7 @@ class ConversionResult:
         self.natural_inputs: list[tuple] = []
         self.tuning: list[dict] = []  # MetaSchedule statistics per TVM region
         self.artifacts = 0
+        self.compile_seconds: dict[str, float] = {}  # per artifact: its compiler's time (tuning included)
         self.check = None
         self.timings: dict[str, float] = {}
         self.workdir = ""
@@ -225,6 +226,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
     fallback = get_backend("onnxruntime") if backend.name == "tvm" else None
     os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
     compiled: dict[tuple[str, str], str] = {}  # (backend, ONNX content hash) -> artifact
+    st.compile_seconds = {}
     tuned_before = len(opts.tune.stats) if opts.tune else 0
     st.region_meta, st.fallbacks = [], []
     for region in st.program.regions:
@@ -244,7 +246,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
         artifact, used = None, backend
         if info["graph_leaves"]:
             try:
-                artifact = _compile(backend, onnx_path, region.name, st.workdir, compiled)
+                artifact = _compile(backend, onnx_path, region.name, st.workdir, compiled, st.compile_seconds)
             except Exception as exc:
                 if fallback is None:
                     raise RuntimeError(f"{backend.name} cannot compile region {region.name} ({origin}): {exc}") from exc
@@ -252,11 +254,11 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 if not auto:
                     st.fallbacks.append(f"{region.name} ({origin}): {reason}")
                 used = fallback
-                artifact = _compile(fallback, onnx_path, region.name, st.workdir, compiled)
+                artifact = _compile(fallback, onnx_path, region.name, st.workdir, compiled, st.compile_seconds)
             run = used.load(os.path.join(st.workdir, artifact), st.workdir)
             verify_region(st.spec.model, fn, record, run, info, origin)
             if auto and used is backend:  # keep whichever compiler runs this region faster
-                other = _compile(fallback, onnx_path, region.name, st.workdir, compiled)
+                other = _compile(fallback, onnx_path, region.name, st.workdir, compiled, st.compile_seconds)
                 other_run = fallback.load(os.path.join(st.workdir, other), st.workdir)
                 example = next(iter(record.examples.values()))
                 feeds = [example[i].numpy() for i in info["graph_inputs"]]
@@ -286,12 +288,14 @@ def _region_time(run, feeds, repeat: int = 30) -> float:
     return statistics.median(times)
 
 
-def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict) -> str:
+def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict, seconds: dict) -> str:
     """Compile once per distinct graph: identical regions share one artifact."""
     key = (backend.name, _sha256(onnx_path))
     if key not in compiled:
         artifact = f"regions/{name}{backend.suffix}"
+        start = time.perf_counter()
         backend.compile(onnx_path, os.path.join(workdir, artifact))
+        seconds[artifact] = time.perf_counter() - start
         compiled[key] = artifact
     return compiled[key]
 

@@ -106,6 +106,9 @@ def bench_model(path: str, workdir: str, args) -> dict:
     row["oracle_graphs"] = len(oracle.sessions)
     if not args.no_tvm:
         tvm_result, row["tvm_convert_s"] = _convert(path, os.path.join(workdir, f"{name}-tvm"), args.inputs, "tvm")
+        compile_s = [s for a, s in tvm_result.compile_seconds.items() if a.endswith(".so")]
+        if compile_s:
+            row["tvm_compile_s_median"], row["tvm_compile_s_max"] = statistics.median(compile_s), max(compile_s)
         tvm_net = dycl.load(tvm_result.out, threads=1)
         sides["dycl_tvm"] = [lambda a=a: tvm_net(*a) for a in np_inputs]
         if name in (args.tune_models or []):
@@ -214,6 +217,12 @@ def markdown(rows: list[dict], dynamic_rows: list[dict], args) -> str:
               "(no approach that takes the decisions can)."]
     within = [r["model"] for r in rows if r.get("host_overhead", 1) <= 0.10]
     lines.append(f"Within 10% of the oracle: {len(within)} of {len(rows)} ({', '.join(within) or 'none'}).")
+    compiled = [r for r in rows if "tvm_compile_s_max" in r]
+    if compiled:
+        slowest = max(compiled, key=lambda r: r["tvm_compile_s_max"])
+        lines.append(f"Untuned TVM compile per region (from_onnx to shared library): median of the models' medians "
+                     f"{statistics.median(r['tvm_compile_s_median'] for r in compiled):.2f} s, slowest region "
+                     f"{slowest['tvm_compile_s_max']:.2f} s ({slowest['model']}).")
     tuned = [r for r in rows if r.get("dycl_tvm_tuned_ms")]
     if tuned:
         lines += ["", "| model | TVM untuned (ms) | TVM tuned (ms) | onnxruntime, same regions (ms) | tuned ÷ onnxruntime | "
@@ -271,7 +280,7 @@ def main() -> None:
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow first compiles)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     parser.add_argument("--no-dynamic", action="store_true", help="skip the per-size dynamic-shape table")
-    parser.add_argument("--tune", type=int, default=64, help="MetaSchedule trials per region for --tune-models")
+    parser.add_argument("--tune", type=int, default=64, help="MetaSchedule trials per kernel for --tune-models")
     parser.add_argument("--tune-budget", type=float, default=1800, help="seconds of tuning per model")
     parser.add_argument("--tune-models", nargs="*", default=["branchynet"],
                         help="models also converted with tuned TVM (none: --tune-models with no names)")
