@@ -53,7 +53,7 @@ def main() -> None:
                    "or nowhere (none: every decision in host.py).")
 @click.option("--tune", "tune_trials", type=click.IntRange(min=0), default=0, metavar="TRIALS",
               help="TVM: tune each region's static-shape kernels with MetaSchedule, measuring up to TRIALS "
-                   "candidates per region (records are cached and reused). Needs the 'tune' extra.")
+                   "candidates per kernel (records are cached and reused). Needs the 'tune' extra.")
 @click.option("--tune-budget", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
               help="Stop tuning after this long (the regions left get the default schedules).")
 def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, fuse, tune_trials,

@@ -16,14 +16,17 @@ def _convert(tmp_path, name: str, trials: int, budget: float | None, cache: str)
 
 def test_tuning_measures_caches_and_reuses(tmp_path):
     cache = str(tmp_path / "cache")
-    first, progress = _convert(tmp_path, "first", 8, None, cache)
+    first, progress = _convert(tmp_path, "first", 4, None, cache)
     assert first.check.passed and first.check.eta == 0
     tuned = sum(t["tuned"] for t in first.tuning)
     assert tuned > 0 and sum(t["trials"] for t in first.tuning) > 0
+    # TRIALS counts per kernel: a region with several kernels measures more than TRIALS in all.
+    assert all(t["trials"] <= 4 * t["tuned"] for t in first.tuning)
+    assert any(t["trials"] > 4 for t in first.tuning)
     assert progress and all(done <= total for _, done, total in progress)
     assert "## TVM tuning (MetaSchedule)" in open(os.path.join(first.out, "report.md")).read()
 
-    again, progress = _convert(tmp_path, "again", 8, None, cache)
+    again, progress = _convert(tmp_path, "again", 4, None, cache)
     assert again.check.passed
     assert sum(t["trials"] for t in again.tuning) == 0 and not progress
     assert sum(t["cached"] for t in again.tuning) == sum(t["kernels"] - t["dynamic"] for t in again.tuning) > 0

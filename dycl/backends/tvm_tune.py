@@ -34,7 +34,7 @@ _COUNTER = itertools.count()
 
 
 class TuneSettings:
-    """`trials` measured candidates per region; all tuning stops `budget_s` seconds after it started.
+    """`trials` measured candidates per kernel; all tuning stops `budget_s` seconds after it started.
 
     `progress(region, done, total)` is called after each measured batch; `cache` holds the records.
     """
@@ -171,7 +171,11 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
     if target.kind.name == "llvm" and "mtriple" not in target.attrs \
             and tvm.target.codegen.llvm_get_system_triple().startswith("x86_64"):
         skip_foreign_intrinsics()
-    with target:  # what MetaSchedule tunes: fused TIR kernels (it finds no tasks in the graph from_onnx gives)
+    # What MetaSchedule tunes: fused TIR kernels (it finds no tasks in the graph from_onnx gives).
+    # Weight prepacking (AttachAttrLayoutFreeBuffers, then SplitLayoutRewritePreproc and FoldConstant)
+    # was tried: MetaSchedule timed its convolutions 15% faster, but whole BranchyNet regions ran
+    # 1.3-2.2x slower, so weights keep their layout.
+    with target:
         mod = tvm.transform.Sequential([relax.transform.DecomposeOpsForInference(),
                                         relax.transform.CanonicalizeBindings(), relax.get_pipeline("zero")])(mod)
     # MetaSchedule logs every batch to stdout and to files; dycl shows its own progress instead. Each
@@ -180,6 +184,8 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
     logger = logging.getLogger("tvm.s_tir.meta_schedule")
     logger.setLevel(logging.WARNING)
     logger.handlers.clear()
+    # Candidates are timed with the threads the regions will run with (TVM's pool is process-wide).
+    tvm.get_global_func("runtime.config_threadpool")(1, int(target_spec.get("num-cores", 1)))
     if settings.deadline is None and settings.budget_s is not None:
         settings.deadline = time.monotonic() + settings.budget_s
     directory = records_dir(settings, target_spec)
@@ -200,12 +206,14 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
             contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
                 todo, work_dir=directory, seed=0, num_threads=1,
                 strategy=ms.search_strategy.EvolutionarySearch(population_size=256, genetic_num_iters=3))
-            watch = progress(settings, name, settings.trials, len(contexts))
+            # Trials count per kernel, as MetaSchedule's own tune_relax does: a region of nine kernels
+            # given a region-wide count measured too few candidates of each to find a good schedule.
+            total = settings.trials * len(contexts)
+            watch = progress(settings, name, total, len(contexts))
             try:
                 ms.tune.tune_tasks(
                     tasks=contexts, task_weights=weights, work_dir=directory,
-                    max_trials_global=settings.trials,
-                    max_trials_per_task=max(1, -(-settings.trials // len(contexts))),
+                    max_trials_global=total, max_trials_per_task=settings.trials,
                     num_trials_per_iter=min(16, settings.trials), builder=builder(), runner=runner(),
                     database=database, cost_model="xgb",
                     measure_callbacks=[ms.measure_callback.AddToDatabase(), ms.measure_callback.UpdateCostModel(),
