@@ -55,10 +55,9 @@ class CompiledModel:
         self.regions = _Regions(regions)
         self.signature = manifest["signature"]
         self._dtypes = [np.dtype(p["dtype"]) if p["kind"] == "array" else None for p in self.signature]
-        # Per array input: its dtype, and its shape as a tuple when every dim is fixed (one comparison),
-        # else the dims to match one by one (named dims must agree across inputs).
-        self._expect = [None if dt is None else (dt, tuple(p["shape"]), all(isinstance(d, int) for d in p["shape"]))
-                        for p, dt in zip(self.signature, self._dtypes)]
+        # Per array input: its dtype and dims; the shapes of the last inputs that fit, checked by one comparison.
+        self._expect = [None if dt is None else (dt, tuple(p["shape"])) for p, dt in zip(self.signature, self._dtypes)]
+        self._fitting: tuple | None = None
 
     def __call__(self, *inputs):
         if not self._accepts(inputs):
@@ -69,23 +68,28 @@ class CompiledModel:
         """The common case, checked fast: C-contiguous numpy arrays of the expected dtypes and shapes."""
         if len(inputs) != len(self._expect):
             return False
-        sizes: dict = {}
+        shapes = []
         for value, expect in zip(inputs, self._expect):
             if expect is None:
-                continue
-            dtype, dims, fixed = expect
-            if type(value) is not np.ndarray or value.dtype != dtype or not value.flags.c_contiguous:
+                shapes.append(None)
+            elif type(value) is not np.ndarray or value.dtype != expect[0] or not value.flags.c_contiguous:
                 return False
-            shape = value.shape
-            if fixed:
-                if shape != dims:
-                    return False
+            else:
+                shapes.append(value.shape)
+        shapes = tuple(shapes)
+        if shapes == self._fitting:
+            return True
+        sizes: dict = {}  # named dims must agree across inputs
+        for shape, expect in zip(shapes, self._expect):
+            if expect is None:
                 continue
+            dims = expect[1]
             if len(shape) != len(dims):
                 return False
             for want, got in zip(dims, shape):
                 if want != got and (want.__class__ is int or sizes.setdefault(want, got) != got):
                     return False
+        self._fitting = shapes
         return True
 
     def _validate(self, inputs) -> list:
