@@ -169,20 +169,18 @@ class FusedBlock:
         return f"FusedBlock({self.region}: {self.args} -> {self.outputs}, {self.nodes!r})"
 
 
-def host_nodes(nodes: list, into_fused: bool = False):
-    """Every host node in `nodes` and in the arms and bodies below them, in source order.
+def host_nodes(nodes: list):
+    """Every host node in `nodes` and in the If arms and loop bodies below them, in source order.
 
-    A fused block's replaced nodes are visited only `into_fused`.
+    A fused block is one node: the nodes it replaced are not visited.
     """
     for node in nodes:
         yield node
         if isinstance(node, If):
-            yield from host_nodes(node.body, into_fused)
-            yield from host_nodes(node.orelse, into_fused)
+            yield from host_nodes(node.body)
+            yield from host_nodes(node.orelse)
         elif isinstance(node, Loop):
-            yield from host_nodes(node.body, into_fused)
-        elif isinstance(node, FusedBlock) and into_fused:
-            yield from host_nodes(node.nodes, into_fused)
+            yield from host_nodes(node.body)
 
 
 class Program:

@@ -280,7 +280,7 @@ def main() -> None:
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (slow first compiles)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
     parser.add_argument("--no-dynamic", action="store_true", help="skip the per-size dynamic-shape table")
-    parser.add_argument("--tune", type=int, default=64, help="MetaSchedule trials per kernel for --tune-models")
+    parser.add_argument("--tune", type=int, default=32, help="MetaSchedule trials per kernel for --tune-models")
     parser.add_argument("--tune-budget", type=float, default=1800, help="seconds of tuning per model")
     parser.add_argument("--tune-models", nargs="*", default=["branchynet"],
                         help="models also converted with tuned TVM (none: --tune-models with no names)")
