@@ -1,6 +1,7 @@
 """The `dycl` command line."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -115,8 +116,6 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
 
 def _tune_settings(trials: int, budget: float, progress):
     from .backends.tvm_tune import TuneSettings
-
-    import importlib.util
 
     missing = [m for m in ("xgboost", "psutil") if importlib.util.find_spec(m) is None]  # MetaSchedule needs both
     if missing:
