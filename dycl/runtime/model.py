@@ -54,9 +54,10 @@ class CompiledModel:
         self._forward = host.forward
         self.regions = _Regions(regions)
         self.signature = manifest["signature"]
-        self._dtypes = [np.dtype(p["dtype"]) if p["kind"] == "array" else None for p in self.signature]
-        # Per array input: its dtype and dims; the shapes of the last inputs that fit, checked by one comparison.
-        self._expect = [None if dt is None else (dt, tuple(p["shape"])) for p, dt in zip(self.signature, self._dtypes)]
+        # Per array input (None for others): its dtype and dims; and the shapes of the last inputs
+        # that fit, checked by one comparison.
+        self._expect = [(np.dtype(p["dtype"]), tuple(p["shape"])) if p["kind"] == "array" else None
+                        for p in self.signature]
         self._fitting: tuple | None = None
 
     def __call__(self, *inputs):
@@ -98,8 +99,8 @@ class CompiledModel:
             names = ", ".join(p["name"] for p in params)
             raise InputError(f"expected {len(params)} inputs ({names}), got {len(inputs)}")
         args, symbols = [], {}
-        for value, param, dtype in zip(inputs, params, self._dtypes):
-            args.append(value if dtype is None else self._check(value, param, dtype, symbols))
+        for value, param, expect in zip(inputs, params, self._expect):
+            args.append(value if expect is None else self._check(value, param, expect[0], symbols))
         return args
 
     def _check(self, value, param: dict, dtype, symbols: dict):
