@@ -155,11 +155,13 @@ def test_tvm_package_runs_without_torch_at_several_sizes(converted, tmp_path):
         np.save(tmp_path / f"x{len(cases)}.npy", inputs[0].numpy())
         cases.append(expected)
     code = f"""
-import numpy as np, dycl
+import os, numpy as np, dycl
+cores = os.sched_getaffinity(0)
 net = dycl.load({result.out!r})
 assert net.manifest["backend"] == "tvm"
 for k in range({len(cases)}):
     np.save({str(tmp_path)!r} + f"/y{{k}}.npy", net(np.load({str(tmp_path)!r} + f"/x{{k}}.npy")))
+assert os.sched_getaffinity(0) == cores, (cores, os.sched_getaffinity(0))  # TVM must not pin the caller
 """
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -29,6 +29,21 @@ class TargetMismatch(RuntimeError):
     """The package was compiled for another CPU."""
 
 
+def use_threads(n: int) -> None:
+    """Size TVM's process-wide thread pool to `n` threads without pinning the calling thread.
+
+    Configuring the pool binds the calling thread to one core (TVM's "big cores" affinity). Left
+    so, `dycl.load` pinned the user's thread, and every thread and process it starts later, to
+    core 0: two compile workers started after it shared one core.
+    """
+    import tvm
+
+    mask = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    tvm.get_global_func("runtime.config_threadpool")(1, n)  # 1: all (big) cores, `n` threads
+    if mask is not None:
+        os.sched_setaffinity(0, mask)
+
+
 def default_target() -> dict:
     import tvm
 
@@ -96,7 +111,7 @@ class TvmBackend(Backend):
         import tvm_ffi
         from tvm import relax
 
-        tvm.get_global_func("runtime.config_threadpool")(1, self.threads)  # 1: all (big) cores, `threads` of them
+        use_threads(self.threads)
         vm = relax.VirtualMachine(tvm.runtime.load_module(artifact_path), tvm.cpu())
         main = vm["main"]
         from_dlpack = tvm_ffi.from_dlpack

@@ -168,6 +168,8 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
+    from .tvm import use_threads
+
     if target.kind.name == "llvm" and "mtriple" not in target.attrs \
             and tvm.target.codegen.llvm_get_system_triple().startswith("x86_64"):
         skip_foreign_intrinsics()
@@ -185,7 +187,7 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
     logger.setLevel(logging.WARNING)
     logger.handlers.clear()
     # Candidates are timed with the threads the regions will run with (TVM's pool is process-wide).
-    tvm.get_global_func("runtime.config_threadpool")(1, int(target_spec.get("num-cores", 1)))
+    use_threads(int(target_spec.get("num-cores", 1)))
     if settings.deadline is None and settings.budget_s is not None:
         settings.deadline = time.monotonic() + settings.budget_s
     directory = records_dir(settings, target_spec)
