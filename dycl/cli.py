@@ -57,8 +57,10 @@ def main() -> None:
                    "candidates per kernel (records are cached and reused). Needs the 'tune' extra.")
 @click.option("--tune-budget", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
               help="Stop tuning after this long (the regions left get the default schedules).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="TVM: regions compiled at once, each in its own process  [default: one per core]")
 def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, fuse, tune_trials,
-            tune_budget) -> None:
+            tune_budget, jobs) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
 
@@ -73,6 +75,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
                           list(dynamic) or None)
     opts.target = target
     opts.fuse = fuse
+    opts.jobs = jobs or opts.jobs
     start = time.perf_counter()
     try:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

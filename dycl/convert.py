@@ -20,6 +20,7 @@ from . import __version__
 from ._torch_regions import import_regions
 from .backends import get_backend
 from .check import check_package
+from .compile_pool import compile_all
 from .dims import name_dims
 from .explore import explore
 from .export import export_region, torch_region_info, verify_region
@@ -32,7 +33,7 @@ __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS
 
 class ConvertOptions:
     __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
-                 "target", "fuse", "tune")
+                 "target", "fuse", "tune", "jobs")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
@@ -45,6 +46,7 @@ class ConvertOptions:
         # where it is faster than the host, "all" wherever it is correct (deterministic), "none" nowhere.
         self.fuse = "measured"
         self.tune = None  # backends.tvm_tune.TuneSettings: MetaSchedule for TVM regions
+        self.jobs = os.cpu_count() or 1  # processes compiling regions at once, where the backend is slow to compile
 
     def make_backend(self, name: str | None = None):
         name = name or self.backend
@@ -225,28 +227,33 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
     backend = opts.make_backend("tvm" if auto else None)
     fallback = get_backend("onnxruntime") if backend.name == "tvm" else None
     os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
-    compiled: dict[tuple[str, str], str] = {}  # (backend, ONNX content hash) -> artifact
     st.compile_seconds = {}
     tuned_before = len(opts.tune.stats) if opts.tune else 0
     st.region_meta, st.fallbacks = [], []
-    for region in st.program.regions:
-        record = st.exploration.records[region.name]
-        fn = getattr(st.regions_module, region.name)
-        origin = f"{region.origin.func} {region.origin.lines}"
-        if backend.name == "torch":  # regions run as written: nothing to export, compile or verify
+    if backend.name == "torch":  # regions run as written: nothing to export, compile or verify
+        for region in st.program.regions:
+            record = st.exploration.records[region.name]
             info = torch_region_info(record)
             artifact = f"regions/{region.name}.json" if info["graph_leaves"] else None
             if artifact:
                 _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
                                                                   "graph_leaves": info["graph_leaves"]}))
-            st.region_meta.append(_region_meta(region, record, info, artifact, origin, backend.name))
-            continue
+            st.region_meta.append(_region_meta(region, record, info, artifact, _origin(region), backend.name))
+        return
+    exported = []
+    for region in st.program.regions:
         onnx_path = os.path.join(st.workdir, ".scratch", f"{region.name}.onnx")
-        info = export_region(st.spec.model, fn, record, onnx_path, origin)
+        info = export_region(st.spec.model, getattr(st.regions_module, region.name),
+                             st.exploration.records[region.name], onnx_path, _origin(region))
+        exported.append((region, onnx_path, info))
+    artifacts = _Artifacts(st.workdir, st.compile_seconds)
+    artifacts.prepare(backend, [(r.name, path) for r, path, info in exported if info["graph_leaves"]], opts.jobs)
+    for region, onnx_path, info in exported:
+        record, fn, origin = st.exploration.records[region.name], getattr(st.regions_module, region.name), _origin(region)
         artifact, used = None, backend
         if info["graph_leaves"]:
             try:
-                artifact = _compile(backend, onnx_path, region.name, st.workdir, compiled, st.compile_seconds)
+                artifact = artifacts.get(backend, onnx_path, region.name)
             except Exception as exc:
                 if fallback is None:
                     raise RuntimeError(f"{backend.name} cannot compile region {region.name} ({origin}): {exc}") from exc
@@ -254,11 +261,11 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 if not auto:
                     st.fallbacks.append(f"{region.name} ({origin}): {reason}")
                 used = fallback
-                artifact = _compile(fallback, onnx_path, region.name, st.workdir, compiled, st.compile_seconds)
+                artifact = artifacts.get(fallback, onnx_path, region.name)
             run = used.load(os.path.join(st.workdir, artifact), st.workdir)
             verify_region(st.spec.model, fn, record, run, info, origin)
             if auto and used is backend:  # keep whichever compiler runs this region faster
-                other = _compile(fallback, onnx_path, region.name, st.workdir, compiled, st.compile_seconds)
+                other = artifacts.get(fallback, onnx_path, region.name)
                 other_run = fallback.load(os.path.join(st.workdir, other), st.workdir)
                 example = next(iter(record.examples.values()))
                 feeds = [example[i].numpy() for i in info["graph_inputs"]]
@@ -268,15 +275,18 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
         st.region_meta.append(_region_meta(region, record, info, artifact, origin, used.name))
     st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
     used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
-    for artifact in set(compiled.values()) - used_artifacts:  # measured by --backend auto, then not kept
+    for artifact in artifacts.made() - used_artifacts:  # measured by --backend auto, then not kept
         os.remove(os.path.join(st.workdir, artifact))
     st.artifacts = len(used_artifacts)
+
+
+def _origin(region) -> str:
+    return f"{region.origin.func} {region.origin.lines}"
 
 
 def _region_time(run, feeds, repeat: int = 30) -> float:
     """Median seconds of one call (after warm-up), for choosing a backend per region."""
     import statistics
-    import time
 
     for _ in range(3):
         run(feeds)
@@ -288,16 +298,38 @@ def _region_time(run, feeds, repeat: int = 30) -> float:
     return statistics.median(times)
 
 
-def _compile(backend, onnx_path: str, name: str, workdir: str, compiled: dict, seconds: dict) -> str:
-    """Compile once per distinct graph: identical regions share one artifact."""
-    key = (backend.name, _sha256(onnx_path))
-    if key not in compiled:
-        artifact = f"regions/{name}{backend.suffix}"
-        start = time.perf_counter()
-        backend.compile(onnx_path, os.path.join(workdir, artifact))
-        seconds[artifact] = time.perf_counter() - start
-        compiled[key] = artifact
-    return compiled[key]
+class _Artifacts:
+    """One artifact per distinct graph and backend: identical regions share it, and so does a failure."""
+
+    def __init__(self, workdir: str, seconds: dict[str, float]):
+        self.workdir, self.seconds = workdir, seconds  # seconds: per artifact, its compiler's time
+        self.done: dict[tuple[str, str], str | Exception] = {}
+
+    def prepare(self, backend, regions: list[tuple[str, str]], processes: int) -> None:
+        """Compile the distinct graphs among `(region name, ONNX path)`, `processes` at a time."""
+        jobs: dict[tuple[str, str], tuple[str, str]] = {}  # (backend, graph hash) -> (artifact, ONNX path)
+        for name, onnx_path in regions:
+            jobs.setdefault((backend.name, _sha256(onnx_path)), (f"regions/{name}{backend.suffix}", onnx_path))
+        results = compile_all(backend, {os.path.join(self.workdir, a): p for a, p in jobs.values()}, processes)
+        for key, (artifact, _) in jobs.items():
+            result = results[os.path.join(self.workdir, artifact)]
+            if isinstance(result, Exception):
+                self.done[key] = result
+            else:
+                self.done[key], self.seconds[artifact] = artifact, result
+
+    def get(self, backend, onnx_path: str, name: str) -> str:
+        """The artifact of this graph (compiled now if `prepare` did not); raises its compile error."""
+        key = (backend.name, _sha256(onnx_path))
+        if key not in self.done:
+            self.prepare(backend, [(name, onnx_path)], 1)
+        result = self.done[key]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def made(self) -> set[str]:
+        return {a for a in self.done.values() if isinstance(a, str)}
 
 
 def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -109,8 +109,8 @@ def _latency(spec, package: str, n: int = 5, repeat: int = 10) -> tuple[float, f
     return statistics.median(eager) * 1e3, statistics.median(compiled) * 1e3
 
 
-def convert_one(path: str, out: str, backend: str, check: int, result_file: str) -> None:
-    """Worker: convert one model and write its row to `result_file`."""
+def convert_one(path: str, out: str, backend: str, check: int, result_file: str, compile_jobs: int = 1) -> None:
+    """Worker: convert one model, compiling `compile_jobs` regions at once; write its row to `result_file`."""
     from rewrite import ConversionError
 
     from .convert import ConvertOptions, StepFailed, convert
@@ -119,7 +119,9 @@ def convert_one(path: str, out: str, backend: str, check: int, result_file: str)
     start = time.perf_counter()
     row = {"model": os.path.splitext(os.path.basename(path))[0], "status": "ok"}
     try:
-        result = convert(ConvertOptions(path, out, backend, check))
+        opts = ConvertOptions(path, out, backend, check)
+        opts.jobs = compile_jobs
+        result = convert(opts)
         row["seconds"] = round(time.perf_counter() - start, 2)
         info = summary(result)
         row.update(regions=info["regions"], decisions=info["decisions"], paths=info["check"]["paths"],
@@ -189,8 +191,9 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
                 result_file = os.path.join(scratch, f"{name}.json")
                 if os.path.exists(result_file):
                     os.remove(result_file)
-                proc = ctx.Process(target=convert_one, args=(path, package, opts.backend, opts.check, result_file),
-                                   daemon=True)
+                compile_jobs = max(1, (os.cpu_count() or 1) // max(1, opts.jobs))  # the cores, shared out
+                proc = ctx.Process(target=convert_one, args=(path, package, opts.backend, opts.check, result_file,
+                                                             compile_jobs), daemon=True)
                 proc.start()
                 running[name] = (proc, time.monotonic(), key, result_file)
                 if on_event:

@@ -30,5 +30,12 @@ class Backend:
     def compile(self, onnx_path: str, artifact_path: str) -> None:
         raise NotImplementedError
 
+    def warm_up(self) -> None:
+        """Import the compiler now, so that the first compile is not slowed by it."""
+
+    def worker_options(self) -> dict | None:
+        """Keyword arguments that rebuild this backend in a compile worker process; None: compile here only."""
+        return None
+
     def load(self, artifact_path: str, package_dir: str) -> RegionFn:
         raise NotImplementedError

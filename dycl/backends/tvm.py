@@ -98,6 +98,18 @@ class TvmBackend(Backend):
         executable = tvm.compile(mod, target=target, relax_pipeline=relax.get_default_pipeline(target))
         executable.export_library(artifact_path)
 
+    def warm_up(self) -> None:
+        import onnx  # noqa: F401
+        from tvm import relax  # noqa: F401
+        from tvm.relax.frontend.onnx import from_onnx  # noqa: F401
+
+    def worker_options(self) -> dict | None:
+        # LLVM takes 0.3-3 s per region: worth a worker process. Tuning is not: it times candidates
+        # on the whole machine, and keeps its records under one lock.
+        if self.tune is not None and self.tune.trials > 0:
+            return None
+        return {"threads": self.threads, "target": self.target_spec}
+
     def check_target(self, target: dict) -> None:
         """Refuse a package built for another CPU (its code may not run here)."""
         here = default_target()

@@ -1,0 +1,160 @@
+"""Compile regions side by side: the converting process and `processes - 1` worker processes.
+
+Untuned TVM spends 0.3-3 s per region in LLVM, so a model with twenty regions
+waited a minute on one core. Regions compile independently. The converting
+process starts compiling at once; each worker takes regions only once it is
+ready (it imports TVM first, about 2 s), so a model with a few quick regions
+is never slower than compiling alone. Workers are fresh interpreters
+(`python -m dycl.compile_pool`), not forks: they never re-run the user's
+script nor inherit torch's threads. A worker that crashes fails only the
+region it held, which the caller handles like any other compile error.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from .backends import Backend, get_backend
+
+__all__ = ["compile_all", "CompileFailed"]
+
+
+class CompileFailed(RuntimeError):
+    """A worker could not compile a region; carries the worker's first error line."""
+
+
+def compile_all(backend: Backend, jobs: dict[str, str], processes: int) -> dict[str, float | Exception]:
+    """Compile each `artifact path: ONNX path`; per artifact, the seconds it took or the error."""
+    queue = _Queue(jobs)
+    options = backend.worker_options()
+    workers = [] if options is None else [_Worker(backend.name, options, queue)
+                                          for _ in range(min(processes, len(jobs)) - 1)]
+    try:
+        while (job := queue.take()) is not None:
+            artifact, onnx_path = job
+            start = time.perf_counter()
+            try:
+                backend.compile(onnx_path, artifact)
+                queue.put(artifact, time.perf_counter() - start)
+            except Exception as exc:
+                queue.put(artifact, exc)
+    finally:
+        queue.close()  # no region is handed out any more; on an interrupt, workers finish the one they hold
+        queue.wait_for_workers()
+        for worker in workers:
+            worker.stop()
+    return queue.results
+
+
+class _Queue:
+    """The regions nobody holds yet, and what came of the others."""
+
+    def __init__(self, jobs: dict[str, str]):
+        self.pending = list(reversed(jobs.items()))  # pop() hands them out in order
+        self.results: dict[str, float | Exception] = {}
+        self.held = 0  # regions that workers hold
+        self.cond = threading.Condition()
+
+    def take(self, worker: bool = False):
+        with self.cond:
+            if not self.pending:
+                return None
+            self.held += worker
+            return self.pending.pop()
+
+    def put(self, artifact: str, result, worker: bool = False) -> None:
+        with self.cond:
+            self.results[artifact] = result
+            self.held -= worker
+            self.cond.notify_all()
+
+    def close(self) -> None:
+        with self.cond:
+            self.pending.clear()
+
+    def wait_for_workers(self) -> None:
+        with self.cond:
+            self.cond.wait_for(lambda: self.held == 0)
+
+
+class _Worker:
+    """One compile process and the thread that feeds it regions from the queue."""
+
+    def __init__(self, name: str, options: dict, queue: _Queue):
+        self.queue = queue
+        self.log = tempfile.TemporaryFile("w+")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this dycl, even if not installed
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        self.proc = subprocess.Popen([sys.executable, "-m", "dycl.compile_pool", name, json.dumps(options)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     env=env)
+        self.thread = threading.Thread(target=self._feed, daemon=True)
+        self.thread.start()
+
+    def _feed(self) -> None:
+        if self.proc.stdout.readline() != "ready\n":  # failed to start, or stopped: the others do its share
+            return
+        while (job := self.queue.take(worker=True)) is not None:
+            artifact, onnx_path = job
+            alive = True
+            try:
+                self.proc.stdin.write(json.dumps([onnx_path, artifact]) + "\n")
+                self.proc.stdin.flush()
+                reply = self.proc.stdout.readline()
+                if reply:
+                    ok, value = json.loads(reply)
+                    result = value if ok else CompileFailed(value)
+                else:  # the worker died on this region
+                    alive = False
+                    result = CompileFailed(f"the compiler crashed (exit code {self.proc.wait()}){self._last_error()}")
+            except Exception as exc:
+                alive, result = False, CompileFailed(f"lost the compile worker: {exc}")
+            self.queue.put(artifact, result, worker=True)
+            if not alive:
+                return
+
+    def _last_error(self) -> str:
+        self.log.seek(0)
+        lines = [line for line in self.log.read().splitlines() if line.strip()]
+        return f": {lines[-1]}" if lines else ""
+
+    def stop(self) -> None:
+        """Called once the worker holds no region: end its process, even one still starting."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.thread.join()
+        for stream in (self.proc.stdin, self.proc.stdout, self.log):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def _serve(name: str, options: str) -> None:
+    """Worker: compile each `[onnx, artifact]` line from stdin, answer `[true, seconds]` or `[false, error]`."""
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # anything the compiler prints goes to the log, never into the replies
+    backend = get_backend(name, **json.loads(options))
+    backend.warm_up()
+    replies.write("ready\n")
+    replies.flush()
+    for line in sys.stdin:
+        onnx_path, artifact = json.loads(line)
+        start = time.perf_counter()
+        try:
+            backend.compile(onnx_path, artifact)
+            reply = [True, time.perf_counter() - start]
+        except Exception as exc:
+            reply = [False, (str(exc).strip().splitlines() or [type(exc).__name__])[0]]
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1], sys.argv[2])
