@@ -53,8 +53,9 @@ def main() -> None:
                    "on the sample inputs (measured), wherever it is correct (all: the same package every time), "
                    "or nowhere (none: every decision in host.py).")
 @click.option("--tune", "tune_trials", type=click.IntRange(min=0), default=0, metavar="TRIALS",
-              help="TVM: tune each region's static-shape kernels with MetaSchedule, measuring up to TRIALS "
-                   "candidates per kernel (records are cached and reused). Needs the 'tune' extra.")
+              help="TVM: tune each region's static-shape kernels with MetaSchedule, measuring TRIALS "
+                   "candidates per kernel on average (the kernels that gain most get up to 4x TRIALS; records are "
+                   "cached and reused). Needs the 'tune' extra.")
 @click.option("--tune-budget", type=click.FloatRange(min=1), default=1800, show_default=True, metavar="SECONDS",
               help="Stop tuning after this long (the regions left get the default schedules).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
