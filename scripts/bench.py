@@ -114,7 +114,7 @@ def bench_model(path: str, workdir: str, args) -> dict:
         if name in (args.tune_models or []):
             from dycl.backends.tvm_tune import TuneSettings
 
-            settings = TuneSettings(args.tune, args.tune_budget, cache=os.path.join(workdir, "tuning"))
+            settings = TuneSettings(args.tune, args.tune_budget, cache=args.tune_cache or os.path.join(workdir, "tuning"))
             tuned, row["tvm_tune_s"] = _convert(path, os.path.join(workdir, f"{name}-tvm-tuned"), args.inputs,
                                                 "tvm", tune=settings)
             row["tune_trials"] = sum(t["trials"] for t in tuned.tuning)
@@ -230,6 +230,9 @@ def markdown(rows: list[dict], dynamic_rows: list[dict], args) -> str:
         lines += [f"| {r['model']} | {r['dycl_tvm_ms']:.3f} | {r['dycl_tvm_tuned_ms']:.3f} | "
                   f"{r['dycl_ort_host_ms']:.3f} | {r['dycl_tvm_tuned_ms'] / r['dycl_ort_host_ms']:.2f} | "
                   f"{r['tune_trials']} | {r['tvm_tune_s']:.0f} |" for r in tuned]
+        lines.append(f"Tuned with {args.tune} trials per kernel on average"
+                     + (f", reusing the records in {args.tune_cache}: trials and seconds count only what this run "
+                        "tuned itself." if args.tune_cache else ", from no records: the seconds are the whole tuning."))
     failures = [f"- {r['model']}: TorchScript→ONNX {r['torchscript_error']}" for r in rows if r.get("torchscript_error")]
     if failures:
         lines += ["", *failures]
@@ -284,6 +287,9 @@ def main() -> None:
     parser.add_argument("--tune-budget", type=float, default=1800, help="seconds of tuning per model")
     parser.add_argument("--tune-models", nargs="*", default=["branchynet"],
                         help="models also converted with tuned TVM (none: --tune-models with no names)")
+    parser.add_argument("--tune-cache", metavar="DIR",
+                        help="tuning records to reuse and add to, e.g. from a longer `dycl convert --tune` "
+                             "(default: an empty folder, so that the table shows the whole tuning time)")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
