@@ -1,6 +1,8 @@
 """Host statements, decisions and loops as ONNX nodes (`If`, `Loop`), with region graphs inlined."""
 from __future__ import annotations
 
+from collections import ChainMap
+
 import libcst as cst
 import onnx
 from onnx import TensorProto, helper
@@ -83,7 +85,7 @@ class Block:
         (BlockDrop's `x` and `shortcut` after `x = shortcut`).
         """
         pairs = [[x, y] for a, b in values for x, y in zip(a.leaves(), b.leaves())]
-        copied = {n.output[0]: n.input[0] for g in (self.g, *graphs) for n in g.nodes if n.op_type == "Identity"}
+        copied = ChainMap(self.g.copies, *(g.copies for g in graphs))  # not rebuilt per If: linear in the block
 
         def origin(val: Val) -> Val:
             while val.name in copied:
@@ -101,7 +103,7 @@ class Block:
                     graph.nodes, self.ctx.names.fresh(f"{stem}_{'then' if k == 0 else 'else'}"), [],
                     [helper.make_tensor_value_info(o, vals[k].elem, None) for o, vals in zip(results, chosen)],
                     initializer=graph.initializers))
-            self.g.nodes.append(helper.make_node("If", [test], outs, name=self.ctx.names.fresh(stem),
+            self.g.add(helper.make_node("If", [test], outs, name=self.ctx.names.fresh(stem),
                                                  then_branch=branches[0], else_branch=branches[1]))
         made = {(x.name, y.name): Val(o, x.kind, x.elem) for o, (x, y) in zip(outs, chosen)}
         leaves = iter([x if x.name == y.name else made[x.name, y.name] for x, y in pairs])
@@ -272,7 +274,7 @@ class Block:
                                  initializer=graph.initializers)
         finals = [Val(self.ctx.names.fresh(name), v.kind, v.elem) for name, val in carried for v in val.leaves()]
         stacked = [self.ctx.names.fresh(f"{lst}_items") for lst in scans]
-        self.g.nodes.append(helper.make_node(
+        self.g.add(helper.make_node(
             "Loop", [trips, cond0.name] + [v.name for _, val in carried for v in val.leaves()],
             [v.name for v in finals] + stacked, name=self.ctx.names.fresh(node.decision), body=body))
         leaves = iter(finals)
@@ -372,7 +374,7 @@ def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: En
             copy.name = f"{prefix}/{node.name}"
             copy.input[:] = [mapped(n) for n in node.input]
             copy.output[:] = [mapped(n) for n in node.output]
-            g.nodes.append(copy)
+            g.add(copy)
         graph_outs = [Val(mapped(o.name), "array", o.type.tensor_type.elem_type) for o in model.graph.output]
     leaves = iter([graph_outs[leaf["index"]] if leaf["source"] == "graph" else args[leaf["index"]]
                    for leaf in meta["output_leaves"]])

@@ -106,10 +106,16 @@ class Graph:
         self.nodes: list = []
         self.initializers: list = []
         self.names = names
+        self.copies: dict[str, str] = {}  # output -> input of each Identity node, kept as nodes are added
+
+    def add(self, node) -> None:
+        self.nodes.append(node)
+        if node.op_type == "Identity":
+            self.copies[node.output[0]] = node.input[0]
 
     def op(self, op_type: str, inputs: list[str], **attrs) -> str:
         out = self.names.fresh(op_type.lower())
-        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        self.add(helper.make_node(op_type, inputs, [out], name=out, **attrs))
         return out
 
     def const(self, value, kind: str) -> Val:
