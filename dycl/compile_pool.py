@@ -21,7 +21,12 @@ import time
 
 from .backends import Backend, get_backend
 
-__all__ = ["compile_all", "CompileFailed"]
+__all__ = ["compile_all", "CompileFailed", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (fewer than the machine's under taskset or a container's cpuset)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class CompileFailed(RuntimeError):

@@ -20,7 +20,7 @@ from . import __version__
 from ._torch_regions import import_regions
 from .backends import get_backend
 from .check import check_package
-from .compile_pool import compile_all
+from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
 from .explore import explore
 from .export import export_region, torch_region_info, verify_region
@@ -46,7 +46,7 @@ class ConvertOptions:
         # where it is faster than the host, "all" wherever it is correct (deterministic), "none" nowhere.
         self.fuse = "measured"
         self.tune = None  # backends.tvm_tune.TuneSettings: MetaSchedule for TVM regions
-        self.jobs = os.cpu_count() or 1  # processes compiling regions at once, where the backend is slow to compile
+        self.jobs = usable_cores()  # processes compiling regions at once, where the backend is slow to compile
 
     def make_backend(self, name: str | None = None):
         name = name or self.backend

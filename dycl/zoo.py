@@ -20,6 +20,7 @@ import time
 import traceback
 
 from . import __version__
+from .compile_pool import usable_cores
 
 __all__ = ["ZooOptions", "model_files", "cache_key", "run_zoo", "convert_one"]
 
@@ -191,7 +192,7 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
                 result_file = os.path.join(scratch, f"{name}.json")
                 if os.path.exists(result_file):
                     os.remove(result_file)
-                compile_jobs = max(1, (os.cpu_count() or 1) // max(1, opts.jobs))  # the cores, shared out
+                compile_jobs = max(1, usable_cores() // max(1, opts.jobs))  # the cores, shared out
                 proc = ctx.Process(target=convert_one, args=(path, package, opts.backend, opts.check, result_file,
                                                              compile_jobs), daemon=True)
                 proc.start()
