@@ -38,3 +38,17 @@ def test_tuning_stops_at_the_budget_and_stays_correct(tmp_path):
     # The first batch is measured and kept; then every task stops, and later regions are not tuned at all.
     assert result.tuning[0]["stopped_by_budget"] and 0 < result.tuning[0]["trials"] < 512
     assert all(t["trials"] == 0 for t in result.tuning[1:])
+
+
+def test_records_are_read_once_until_another_process_adds_to_them(tmp_path):
+    from dycl.backends import tvm_tune
+
+    directory = str(tmp_path / "records")
+    os.makedirs(directory)
+    first = tvm_tune._database(directory)
+    tvm_tune._keep(directory, first)
+    assert tvm_tune._database(directory) is first  # unchanged files: the records already read
+    records = os.path.join(directory, "database_tuning_record.json")
+    later = os.stat(records).st_mtime_ns + 10**9
+    os.utime(records, ns=(later, later))  # as when another process adds records
+    assert tvm_tune._database(directory) is not first

@@ -31,6 +31,7 @@ __all__ = ["TuneSettings", "tune", "records_dir", "skip_foreign_intrinsics"]
 
 _ARTIFACTS: dict = {}
 _COUNTER = itertools.count()
+_DATABASES: dict[str, tuple] = {}  # records folder -> (its files' stamp, the JSONDatabase read from them)
 
 
 class TuneSettings:
@@ -61,6 +62,31 @@ def skip_foreign_intrinsics() -> None:
         return
     for family in ("cuda", "rocm", "hexagon", "arm_cpu", "riscv_cpu", "metal"):
         sys.modules.setdefault(f"{package}.{family}", types.ModuleType(f"{package}.{family}"))
+
+
+def _stamp(directory: str) -> tuple:
+    stats = [os.stat(path) if os.path.exists(path) else None
+             for path in (os.path.join(directory, f"database_{kind}.json") for kind in ("workload", "tuning_record"))]
+    return tuple(None if st is None else (st.st_mtime_ns, st.st_size) for st in stats)
+
+
+def _database(directory: str):
+    """The records in `directory`, read once per process while no other process adds to them.
+
+    Reading replays every record's schedule: seconds for a few thousand records, which BlockDrop-110's
+    109 regions paid each, for 20 minutes of a tuned conversion. Call with the folder locked.
+    """
+    from tvm.s_tir import meta_schedule as ms
+
+    stamp, database = _DATABASES.get(directory, (None, None))
+    if database is None or stamp != _stamp(directory):
+        database = ms.database.JSONDatabase(work_dir=directory)
+    return database
+
+
+def _keep(directory: str, database) -> None:
+    """Remember `database` as what the folder holds now (after this process added to it)."""
+    _DATABASES[directory] = (_stamp(directory), database)
 
 
 @contextmanager
@@ -195,7 +221,7 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
             "stopped_by_budget": False}
     start = time.monotonic()
     with _locked(directory):
-        database = ms.database.JSONDatabase(work_dir=directory)
+        database = _database(directory)
         tasks = ms.relax_integration.extract_tasks(mod, target)
         stat["kernels"] = len(tasks)
         static = [t for t in tasks if _static(t.dispatched[0]["main"])]
@@ -229,6 +255,7 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
             stat.update(tuned=len(todo), trials=watch.done, stopped_by_budget=watch.stopped)
         with target, database:
             mod = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(mod)
+        _keep(directory, database)
     stat["seconds"] = round(time.monotonic() - start, 1)
     settings.stats.append(stat)
     return mod
