@@ -42,18 +42,22 @@ def compile_all(backend: Backend, jobs: dict[str, str], processes: int) -> dict[
     try:
         while (job := queue.take()) is not None:
             artifact, onnx_path = job
-            start = time.perf_counter()
-            try:
-                backend.compile(onnx_path, artifact)
-                queue.put(artifact, time.perf_counter() - start)
-            except Exception as exc:
-                queue.put(artifact, exc)
+            queue.put(artifact, _timed_compile(backend, onnx_path, artifact))
     finally:
         queue.close()  # no region is handed out any more; on an interrupt, workers finish the one they hold
         queue.wait_for_workers()
         for worker in workers:
             worker.stop()
     return queue.results
+
+
+def _timed_compile(backend: Backend, onnx_path: str, artifact: str) -> float | Exception:
+    start = time.perf_counter()
+    try:
+        backend.compile(onnx_path, artifact)
+    except Exception as exc:
+        return exc
+    return time.perf_counter() - start
 
 
 class _Queue:
@@ -150,13 +154,9 @@ def _serve(name: str, options: str) -> None:
     replies.write("ready\n")
     replies.flush()
     for line in sys.stdin:
-        onnx_path, artifact = json.loads(line)
-        start = time.perf_counter()
-        try:
-            backend.compile(onnx_path, artifact)
-            reply = [True, time.perf_counter() - start]
-        except Exception as exc:
-            reply = [False, (str(exc).strip().splitlines() or [type(exc).__name__])[0]]
+        result = _timed_compile(backend, *json.loads(line))
+        reply = [True, result] if isinstance(result, float) else \
+            [False, (str(result).strip().splitlines() or [type(result).__name__])[0]]
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 
