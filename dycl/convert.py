@@ -242,14 +242,13 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
         return
     exported = []
     for region in st.program.regions:
-        onnx_path = os.path.join(st.workdir, ".scratch", f"{region.name}.onnx")
-        info = export_region(st.spec.model, getattr(st.regions_module, region.name),
-                             st.exploration.records[region.name], onnx_path, _origin(region))
-        exported.append((region, onnx_path, info))
-    artifacts = _Artifacts(st.workdir, st.compile_seconds)
-    artifacts.prepare(backend, [(r.name, path) for r, path, info in exported if info["graph_leaves"]], opts.jobs)
-    for region, onnx_path, info in exported:
         record, fn, origin = st.exploration.records[region.name], getattr(st.regions_module, region.name), _origin(region)
+        onnx_path = os.path.join(st.workdir, ".scratch", f"{region.name}.onnx")
+        info = export_region(st.spec.model, fn, record, onnx_path, origin)
+        exported.append((region, record, fn, origin, onnx_path, info))
+    artifacts = _Artifacts(st.workdir, st.compile_seconds)
+    artifacts.prepare(backend, [(r.name, path) for r, _, _, _, path, info in exported if info["graph_leaves"]], opts.jobs)
+    for region, record, fn, origin, onnx_path, info in exported:
         artifact, used = None, backend
         if info["graph_leaves"]:
             try:
@@ -304,12 +303,18 @@ class _Artifacts:
     def __init__(self, workdir: str, seconds: dict[str, float]):
         self.workdir, self.seconds = workdir, seconds  # seconds: per artifact, its compiler's time
         self.done: dict[tuple[str, str], str | Exception] = {}
+        self.hashes: dict[str, str] = {}  # ONNX path -> content hash: each exported file is read once
+
+    def _key(self, backend, onnx_path: str) -> tuple[str, str]:
+        if onnx_path not in self.hashes:
+            self.hashes[onnx_path] = _sha256(onnx_path)
+        return backend.name, self.hashes[onnx_path]
 
     def prepare(self, backend, regions: list[tuple[str, str]], processes: int) -> None:
         """Compile the distinct graphs among `(region name, ONNX path)`, `processes` at a time."""
         jobs: dict[tuple[str, str], tuple[str, str]] = {}  # (backend, graph hash) -> (artifact, ONNX path)
         for name, onnx_path in regions:
-            jobs.setdefault((backend.name, _sha256(onnx_path)), (f"regions/{name}{backend.suffix}", onnx_path))
+            jobs.setdefault(self._key(backend, onnx_path), (f"regions/{name}{backend.suffix}", onnx_path))
         results = compile_all(backend, {os.path.join(self.workdir, a): p for a, p in jobs.values()}, processes)
         for key, (artifact, _) in jobs.items():
             result = results[os.path.join(self.workdir, artifact)]
@@ -320,7 +325,7 @@ class _Artifacts:
 
     def get(self, backend, onnx_path: str, name: str) -> str:
         """The artifact of this graph (compiled now if `prepare` did not); raises its compile error."""
-        key = (backend.name, _sha256(onnx_path))
+        key = self._key(backend, onnx_path)
         if key not in self.done:
             self.prepare(backend, [(name, onnx_path)], 1)
         result = self.done[key]
