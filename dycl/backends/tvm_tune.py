@@ -100,6 +100,12 @@ def _locked(directory: str):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _cores() -> int:
+    from ..compile_pool import usable_cores
+
+    return usable_cores()
+
+
 def _static(prim_func) -> bool:
     """MetaSchedule tunes kernels whose buffers all have constant shapes."""
     import tvm
@@ -124,24 +130,29 @@ def _callbacks():
 
     @derived_object
     class InProcessBuilder(PyBuilder):
-        """Builds each candidate here and keeps it in memory (LocalBuilder's default build, no worker)."""
+        """Builds the candidates here, one thread per core, and keeps them in memory (no worker process)."""
 
         def build(self, build_inputs):
+            from concurrent.futures import ThreadPoolExecutor
+
             from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
 
-            results = []
-            for inp in build_inputs:
+            def one(inp):
                 try:
                     mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(inp.mod)
                     built = tvm.tirx.build(mod, target=inp.target)
                     if isinstance(built, tvm.runtime.Executable):
                         built = built.jit()
+                    built.get_function(built.entry_name)  # LLVM's JIT compiles here, in this thread
                     key = f"inproc://{next(_COUNTER)}"
                     _ARTIFACTS[key] = built
-                    results.append(BuilderResult(key, None))
+                    return BuilderResult(key, None)
                 except Exception as exc:  # a candidate that does not build is recorded as failed
-                    results.append(BuilderResult(None, f"build failed: {exc}"))
-            return results
+                    return BuilderResult(None, f"build failed: {exc}")
+
+            # LLVM releases the GIL: candidates build side by side, all built before any is timed.
+            with ThreadPoolExecutor(_cores()) as pool:
+                return list(pool.map(one, build_inputs))
 
     @derived_object
     class InProcessRunner(PyRunner):
@@ -232,7 +243,7 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
         if todo and settings.trials > 0 and not expired:
             builder, runner, progress = _callbacks()
             contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-                todo, work_dir=directory, seed=0, num_threads=1,
+                todo, work_dir=directory, seed=0, num_threads=_cores(),
                 strategy=ms.search_strategy.EvolutionarySearch(population_size=256, genetic_num_iters=3))
             # Trials count per kernel, as MetaSchedule's own tune_relax does: a region of nine kernels
             # given a region-wide count measured too few candidates of each to find a good schedule.
