@@ -18,7 +18,7 @@ from rewrite import ConversionError, rewrite_model
 
 from . import __version__
 from ._torch_regions import import_regions
-from .backends import get_backend
+from .backends import artifact_files, get_backend
 from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
@@ -275,7 +275,8 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
     st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
     used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
     for artifact in artifacts.made() - used_artifacts:  # measured by --backend auto, then not kept
-        os.remove(os.path.join(st.workdir, artifact))
+        for path in artifact_files(os.path.join(st.workdir, artifact)):
+            os.remove(path)
     st.artifacts = len(used_artifacts)
 
 
@@ -375,9 +376,11 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
         st.fused.append(f"{where}: region {meta['name']} runs {', '.join(meta['fuses'])}")
     used = set(called_regions(st.program.body))
     st.region_meta = [m for name, m in metas.items() if name in used]
-    kept = {os.path.basename(m["artifact"]) for m in st.region_meta if m["artifact"]}
-    for artifact in set(os.listdir(os.path.join(st.workdir, "regions"))) - kept:
-        os.remove(os.path.join(st.workdir, "regions", artifact))
+    kept = {path for m in st.region_meta if m["artifact"]
+            for path in artifact_files(os.path.join(st.workdir, m["artifact"]))}
+    for name in os.listdir(os.path.join(st.workdir, "regions")):
+        if os.path.join(st.workdir, "regions", name) not in kept:
+            os.remove(os.path.join(st.workdir, "regions", name))
     st.artifacts = len(kept)
     _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
 

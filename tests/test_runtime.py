@@ -8,6 +8,7 @@ import pytest
 from conftest import MODELS, run_python
 
 GATED = os.path.join(MODELS, "golden_gated.py")
+IF_ELSE = os.path.join(MODELS, "c_if_else.py")  # its weights are large enough to lie outside the graph
 
 
 def test_package_runs_where_torch_cannot_be_imported(converted):
@@ -104,21 +105,35 @@ def test_strided_input_gives_the_contiguous_result(converted):
     assert got[1] == expected[1]
 
 
-def test_modified_artifact_is_refused(converted, tmp_path):
+@pytest.mark.parametrize("suffix", [".onnx", ".weights"])
+def test_modified_artifact_is_refused(converted, tmp_path, suffix):
     import shutil
 
     import dycl
     from dycl.runtime import PackageError
 
     pkg = tmp_path / "pkg"
-    shutil.copytree(converted(GATED, check=5).out, pkg)
+    shutil.copytree(converted(IF_ELSE, check=5).out, pkg)
     manifest = json.loads((pkg / "manifest.json").read_text())
-    victim = next(f for f in manifest["files"] if f.endswith(".onnx"))
+    victim = next(f for f in manifest["files"] if f.endswith(suffix))
     with open(pkg / victim, "ab") as fh:
         fh.write(b"\0")
     with pytest.raises(PackageError) as info:
         dycl.load(str(pkg))
     assert str(info.value) == f"{pkg}: {victim} was modified after conversion (hash mismatch)"
+
+
+def test_onnxruntime_weights_lie_beside_the_graph(converted):
+    import onnx
+
+    out = converted(IF_ELSE, check=5).out
+    manifest = json.loads(open(os.path.join(out, "manifest.json")).read())
+    graph = next(f for f in manifest["files"] if f.endswith(".onnx"))
+    model = onnx.load(os.path.join(out, graph), load_external_data=False)
+    large = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert large and all(e.value == os.path.basename(graph)[:-len(".onnx")] + ".weights"
+                         for t in large for e in t.external_data if e.key == "location")
+    assert not any(t.raw_data and len(t.raw_data) >= 1024 for t in model.graph.initializer)
 
 
 def test_inputs_sharing_a_symbol_must_agree(tmp_path):

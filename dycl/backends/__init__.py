@@ -17,7 +17,7 @@ BACKENDS: dict[str, type[Backend]] = {
     TorchBackend.name: TorchBackend,
 }
 
-__all__ = ["Backend", "BACKENDS", "get_backend"]
+__all__ = ["Backend", "BACKENDS", "get_backend", "artifact_files"]
 
 
 def get_backend(name: str, **options) -> Backend:
@@ -25,3 +25,11 @@ def get_backend(name: str, **options) -> Backend:
         return BACKENDS[name](**options)
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; choose one of: {', '.join(BACKENDS)}") from None
+
+
+def artifact_files(artifact_path: str) -> list[str]:
+    """The files that make up an artifact, by its suffix (an onnxruntime graph keeps its weights beside it)."""
+    for backend in BACKENDS.values():
+        if backend.suffix and artifact_path.endswith(backend.suffix):
+            return backend.files(artifact_path)
+    return Backend.files(artifact_path)

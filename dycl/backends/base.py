@@ -1,6 +1,7 @@
 """The backend protocol."""
 from __future__ import annotations
 
+import os
 from typing import Callable, Sequence
 
 import numpy as np
@@ -29,6 +30,11 @@ class Backend:
 
     def compile(self, onnx_path: str, artifact_path: str) -> None:
         raise NotImplementedError
+
+    @classmethod
+    def files(cls, artifact_path: str) -> list[str]:
+        """The files that make up the artifact at `artifact_path` (those that exist)."""
+        return [artifact_path] if os.path.exists(artifact_path) else []
 
     def warm_up(self) -> None:
         """Import the compiler now, so that the first compile is not slowed by it."""
