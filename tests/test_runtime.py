@@ -106,11 +106,16 @@ def test_strided_input_gives_the_contiguous_result(converted):
 
 
 @pytest.mark.parametrize("suffix", [".onnx", ".weights"])
-def test_modified_artifact_is_refused(converted, tmp_path, suffix):
+@pytest.mark.parametrize("hasher", ["builtin", "openssl"])  # small packages, large ones
+def test_modified_artifact_is_refused(converted, tmp_path, monkeypatch, suffix, hasher):
     import shutil
 
     import dycl
-    from dycl.runtime import PackageError
+    from dycl.runtime import PackageError, model
+
+    if hasher == "openssl":
+        monkeypatch.setattr(model, "_BUILTIN_MAX_BYTES", 0)
+    dycl.load(converted(IF_ELSE, check=5).out)  # verifies every hash
 
     pkg = tmp_path / "pkg"
     shutil.copytree(converted(IF_ELSE, check=5).out, pkg)
