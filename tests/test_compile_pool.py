@@ -1,4 +1,6 @@
 """Regions compile side by side in worker processes; a region that fails fails alone."""
+import os
+import signal
 import time
 
 import numpy as np
@@ -76,3 +78,56 @@ def test_workers_take_the_regions_the_parent_has_not_reached(tmp_path):
         assert isinstance(results[str(tmp_path / f"{op}.so")], float)
         (got,) = TvmBackend().load(str(tmp_path / f"{op}.so"), str(tmp_path))([x])
         np.testing.assert_array_equal(got, want)
+
+
+def _compile_workers() -> list[int]:
+    pids = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as fh:
+            pids += [int(p) for p in fh.read().split()]
+    workers = []
+    for pid in pids:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if b"dycl.compile_pool" in fh.read():
+                workers.append(pid)
+    return workers
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the worker through /proc (Linux)")
+def test_a_worker_that_dies_fails_only_its_region(tmp_path):
+    from dycl.backends.tvm import TvmBackend
+
+    hang = tmp_path / "hang.onnx"
+    os.mkfifo(hang)  # the worker that takes it blocks reading it, until it is killed there
+
+    class KillsTheWorker(TvmBackend):
+        def compile(self, onnx_path, artifact_path):
+            if artifact_path.endswith("Relu.so"):  # the parent's first region: the worker holds `hang` meanwhile
+                deadline = time.monotonic() + 60
+                while True:
+                    try:  # succeeds once the worker has the pipe open
+                        fd = os.open(hang, os.O_WRONLY | os.O_NONBLOCK)
+                        break
+                    except OSError:
+                        assert time.monotonic() < deadline, "no worker took the region"
+                        time.sleep(0.05)
+                (pid,) = _compile_workers()
+                os.kill(pid, signal.SIGKILL)
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+                os.close(fd)
+            super().compile(onnx_path, artifact_path)
+
+    for op in ["Relu", "Neg", "Abs"]:
+        _graph(str(tmp_path / f"{op}.onnx"), op)
+    names = ["Relu", "hang", "Neg", "Abs"]
+    jobs = {str(tmp_path / f"{name}.so"): str(tmp_path / f"{name}.onnx") for name in names}
+    results = compile_all(KillsTheWorker(), jobs, 2)
+
+    failure = results[str(tmp_path / "hang.so")]
+    assert isinstance(failure, CompileFailed) and "the compiler crashed (exit code -9)" in str(failure)
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    for op, want in zip(["Relu", "Neg", "Abs"], [np.maximum(x, 0), -x, np.abs(x)]):  # the parent did the rest
+        assert isinstance(results[str(tmp_path / f"{op}.so")], float)
+        (got,) = TvmBackend().load(str(tmp_path / f"{op}.so"), str(tmp_path))([x])
+        np.testing.assert_array_equal(got, want)
+    assert _compile_workers() == []
