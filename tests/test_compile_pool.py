@@ -93,6 +93,19 @@ def _compile_workers() -> list[int]:
     return workers
 
 
+def _wait_until_dead(pid: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":  # a zombie: dead, not yet reaped
+                    return
+        except FileNotFoundError:  # reaped
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"worker {pid} outlived SIGKILL")
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the worker through /proc (Linux)")
 def test_a_worker_that_dies_fails_only_its_region(tmp_path):
     from dycl.backends.tvm import TvmBackend
@@ -113,7 +126,7 @@ def test_a_worker_that_dies_fails_only_its_region(tmp_path):
                         time.sleep(0.05)
                 (pid,) = _compile_workers()
                 os.kill(pid, signal.SIGKILL)
-                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+                _wait_until_dead(pid)  # not waitid: the pool may reap it first
                 os.close(fd)
             super().compile(onnx_path, artifact_path)
 
