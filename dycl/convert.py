@@ -376,12 +376,12 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
         st.fused.append(f"{where}: region {meta['name']} runs {', '.join(meta['fuses'])}")
     used = set(called_regions(st.program.body))
     st.region_meta = [m for name, m in metas.items() if name in used]
-    kept = {path for m in st.region_meta if m["artifact"]
-            for path in artifact_files(os.path.join(st.workdir, m["artifact"]))}
+    artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
+    kept = {path for artifact in artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
     for name in os.listdir(os.path.join(st.workdir, "regions")):
         if os.path.join(st.workdir, "regions", name) not in kept:
             os.remove(os.path.join(st.workdir, "regions", name))
-    st.artifacts = len(kept)
+    st.artifacts = len(artifacts)
     _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
 
 

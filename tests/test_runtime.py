@@ -139,6 +139,8 @@ def test_onnxruntime_weights_lie_beside_the_graph(converted):
     assert large and all(e.value == os.path.basename(graph)[:-len(".onnx")] + ".weights"
                          for t in large for e in t.external_data if e.key == "location")
     assert not any(t.raw_data and len(t.raw_data) >= 1024 for t in model.graph.initializer)
+    report = json.loads(open(os.path.join(out, "report.json")).read())
+    assert report["artifacts"] == len({r["artifact"] for r in manifest["regions"] if r["artifact"]})  # not files
 
 
 def test_inputs_sharing_a_symbol_must_agree(tmp_path):
