@@ -20,19 +20,31 @@ import types
 __all__ = ["ensure_importable"]
 
 
-class _Unavailable:
+class _UnavailableType(type):
+    def __getattr__(cls, name: str):  # `InterpolationMode.NEAREST` in a module-level table: another stand-in
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _unavailable(f"{cls.__qualname__}.{name}", cls.__module__)
+
+
+class _Unavailable(metaclass=_UnavailableType):
     """A name from the stand-in: a class (so isinstance checks work) that cannot be used."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError(f"{type(self).__qualname__} comes from the torchvision stand-in "
+        raise RuntimeError(f"{type(self).__qualname__} comes from the {type(self).__module__} stand-in "
                            "(the real module cannot be imported here)")
+
+
+def _unavailable(qualname: str, module: str) -> type:
+    return _UnavailableType(qualname.rpartition(".")[2], (_Unavailable,), {"__module__": module,
+                                                                           "__qualname__": qualname})
 
 
 class _StandinModule(types.ModuleType):
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        value = type(name, (_Unavailable,), {"__module__": self.__name__, "__qualname__": name})
+        value = _unavailable(name, self.__name__)
         setattr(self, name, value)
         return value
 
