@@ -191,7 +191,12 @@ def compare(expected, actual, where: str, rtol: float = 1e-4, atol: float = 1e-5
         if e.size == 0:
             return 0.0
         if e.dtype.kind in "fc":
-            return float(np.max(np.abs(e.astype(np.float64) - a.astype(np.float64))))
+            wide = np.complex128 if e.dtype.kind == "c" else np.float64
+            e, a = e.astype(wide), a.astype(wide)
+            if not np.array_equal(np.isnan(e), np.isnan(a)):  # NaN - x is NaN, which no tolerance test catches
+                raise RewriteMismatch(f"{where}: NaN at different positions")
+            same = (e == a) | np.isnan(e)  # equal infinities too: inf - inf is NaN
+            return float(np.max(np.abs(np.where(same, 0, e) - np.where(same, 0, a))))
         if not np.array_equal(e, a):
             raise RewriteMismatch(f"{where}: integer/bool values differ")
         return 0.0

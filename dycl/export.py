@@ -5,7 +5,8 @@ first, against about 0.6 s for the torch.export-based one, which matters for
 models with 100+ regions. Tracing freezes any Python value computed from a
 tensor, so tracer warnings are errors here; and because exporters can
 silently specialise a dim, each graph's input dims are checked and the graph
-is run on every input signature exploration saw.
+is run on every input signature exploration saw. Ops that would skip a NaN
+where torch returns it are rewritten to torch's semantics (see torch_nan).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ._torch_regions import FlatRegion
 from .dims import name_dims
 from .explore import RegionRecord
 from .runtime.spec import count_leaves
+from .torch_nan import COMMON, repair as repair_nan
 
 __all__ = ["ExportError", "export_region", "torch_region_info", "verify_region"]
 
@@ -69,7 +71,10 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
         except torch.jit.TracerWarning as warning:
             raise ExportError(f"region {record.name} ({origin}) turns a tensor into a Python value, which "
                               f"tracing would freeze into the graph: {warning}") from None
-    graph = onnx.load(path, load_external_data=False).graph
+    model = onnx.load(path)
+    if repair_nan(model, COMMON):
+        onnx.save(model, path)
+    graph = model.graph
     feeds = [int(i.name[1:]) for i in graph.input]
     _check_dims(record, graph, origin)
     return {"graph_inputs": feeds, "graph_leaves": graph_leaves}

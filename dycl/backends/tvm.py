@@ -86,8 +86,12 @@ class TvmBackend(Backend):
         from tvm import relax
         from tvm.relax.frontend.onnx import from_onnx
 
+        from ..torch_nan import TVM_ONLY, repair
+
         target = _target(self.target_spec)
-        mod = from_onnx(onnx.load(onnx_path), keep_params_in_input=False)
+        model = onnx.load(onnx_path)
+        repair(model, TVM_ONLY)  # TVM's max/min/relu/clip/topk drop NaN where torch keeps it
+        mod = from_onnx(model, keep_params_in_input=False)
         if self.tune is not None and self.tune.trials > 0:
             from .tvm_tune import tune
 

@@ -1,0 +1,184 @@
+"""Make an exported graph treat NaN as torch does.
+
+torch propagates NaN through every comparison-based op: `argmax`/`argmin`
+return the first NaN's index, `max`/`amax`/`max_pool` return NaN where their
+window holds one, `maximum`/`relu`/`clamp` keep a NaN element, and `topk`/`sort`
+order NaN above +inf. onnxruntime skips NaN in ArgMax/ArgMin, ReduceMax/Min
+and MaxPool; TVM also drops it in Max/Min/Relu/Clip and TopK. A NaN in an input
+then changes which branch the package takes.
+
+`repair` rewrites each such node into the node plus a NaN test on its input,
+so the graph computes torch's answer. The common case pays an `IsNaN` and a
+`Where` beside the op, on the op's input only.
+"""
+from __future__ import annotations
+
+import math
+
+import onnx
+from onnx import TensorProto, helper
+
+__all__ = ["repair", "COMMON", "TVM_ONLY"]
+
+# Ops that every backend gets wrong (repaired at export); those TVM alone gets wrong (repaired before TVM
+# compiles a graph). Nodes a repair writes are marked, so a graph is never repaired twice.
+COMMON = frozenset({"ArgMax", "ArgMin", "ReduceMax", "ReduceMin", "MaxPool", "GlobalMaxPool"})
+TVM_ONLY = frozenset({"Max", "Min", "Relu", "Clip", "TopK"})
+_MARK = "dycl: torch NaN semantics"
+
+_FLOATS = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
+
+
+class _Emitter:
+    """New nodes and fresh value names for one graph."""
+
+    def __init__(self, graph: onnx.GraphProto, opset: int):
+        self.opset = opset
+        self.nodes: list[onnx.NodeProto] = []
+        self.taken = {v for n in graph.node for v in (*n.input, *n.output)} | {i.name for i in graph.input} \
+            | {i.name for i in graph.initializer}
+        self.count = 0
+
+    def name(self, hint: str) -> str:
+        while True:
+            self.count += 1
+            name = f"nan_{hint}_{self.count}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+    def op(self, op_type: str, inputs: list[str], hint: str, outputs: int = 1, **attrs) -> list[str]:
+        names = [self.name(hint) for _ in range(outputs)]
+        node = helper.make_node(op_type, inputs, names, name=self.name(f"{hint}_node"), **attrs)
+        node.doc_string = _MARK
+        self.nodes.append(node)
+        return names
+
+    def finish(self, op_type: str, inputs: list[str], output: str, **attrs) -> None:
+        """The node writing the repaired op's own output."""
+        node = helper.make_node(op_type, inputs, [output], name=self.name(f"{op_type.lower()}_node"), **attrs)
+        node.doc_string = _MARK
+        self.nodes.append(node)
+
+    def one(self, op_type: str, inputs: list[str], hint: str, **attrs) -> str:
+        return self.op(op_type, inputs, hint, **attrs)[0]
+
+    def nan_like(self, x: str) -> str:
+        """A NaN scalar of x's dtype."""
+        nan = self.one("Constant", [], "nan", value=helper.make_tensor("v", TensorProto.FLOAT, [], [math.nan]))
+        return self.one("CastLike", [nan, x], "nan")
+
+    def inf_like(self, x: str) -> str:
+        inf = self.one("Constant", [], "inf", value=helper.make_tensor("v", TensorProto.FLOAT, [], [math.inf]))
+        return self.one("CastLike", [inf, x], "inf")
+
+    def nan_mask(self, x: str) -> tuple[str, str]:
+        """(IsNaN(x), the same as 0/1 in x's dtype)."""
+        isnan = self.one("IsNaN", [x], "isnan")
+        return isnan, self.one("CastLike", [isnan, x], "isnan_f")
+
+
+def _attrs(node: onnx.NodeProto) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _rename(node: onnx.NodeProto, outputs: list[str]) -> onnx.NodeProto:
+    """The node itself, writing to `outputs` instead."""
+    new = onnx.NodeProto()
+    new.CopyFrom(node)
+    del new.output[:]
+    new.output.extend(outputs)
+    new.doc_string = _MARK
+    return new
+
+
+def _arg(node, em: _Emitter) -> None:
+    # Where x has a NaN along the axis, torch answers the first NaN's index: ArgMax of the NaN mask.
+    x, (out,) = node.input[0], node.output
+    inner = em.name("arg")
+    em.nodes.append(_rename(node, [inner]))
+    _, mask = em.nan_mask(x)
+    attrs = _attrs(node)
+    first_nan = em.one("ArgMax", [mask], "first_nan", **attrs)
+    keepdims, axis = attrs.get("keepdims", 1), attrs.get("axis", 0)
+    if em.opset < 18:
+        any_nan = em.one("ReduceMax", [mask], "any_nan", keepdims=keepdims, axes=[axis])
+    else:
+        any_nan = em.one("ReduceMax", [mask, _axes(em, [axis])], "any_nan", keepdims=keepdims)
+    em.finish("Where", [em.one("Cast", [any_nan], "any_nan_b", to=TensorProto.BOOL), first_nan, inner], out)
+
+
+def _axes(em: _Emitter, axes: list[int]) -> str:
+    return em.one("Constant", [], "axes", value=helper.make_tensor("v", TensorProto.INT64, [len(axes)], axes))
+
+
+def _window(node, em: _Emitter) -> None:
+    # ReduceMax/Min, MaxPool: the same op over the NaN mask says which outputs saw a NaN.
+    x, out = node.input[0], node.output[0]
+    inner = em.name("reduce")
+    em.nodes.append(_rename(node, [inner, *node.output[1:]]))  # MaxPool's indices: as the backend gives them
+    _, mask = em.nan_mask(x)
+    op = "ReduceMax" if node.op_type in ("ReduceMax", "ReduceMin") else node.op_type
+    seen = em.one(op, [mask, *node.input[1:]], "saw_nan", **_attrs(node))
+    em.finish("Where", [em.one("Cast", [seen], "saw_nan_b", to=TensorProto.BOOL), em.nan_like(inner), inner], out)
+
+
+def _elementwise(node, em: _Emitter) -> None:
+    # Max/Min/Relu/Clip: the result is NaN wherever an input is (Clip's bounds are not data).
+    data = list(node.input) if node.op_type in ("Max", "Min") else [node.input[0]]
+    (out,) = node.output
+    result = em.name("elementwise")
+    em.nodes.append(_rename(node, [result]))
+    for k, x in enumerate(data):
+        isnan = em.one("IsNaN", [x], "isnan")
+        target = out if k == len(data) - 1 else em.name("keep_nan")
+        em.finish("Where", [isnan, em.nan_like(result), result], target)
+        result = target
+
+
+def _topk(node, em: _Emitter) -> None:
+    # torch ranks NaN above +inf (first when largest, last when not): rank it as +inf, gather the values
+    # from x. Only a row holding both NaN and +inf can still order those two differently from torch.
+    x = node.input[0]
+    values, indices = node.output
+    attrs = _attrs(node)
+    key = em.one("Where", [em.one("IsNaN", [x], "isnan"), em.inf_like(x), x], "key")
+    _, idx = em.op("TopK", [key, *node.input[1:]], "topk", outputs=2, **attrs)
+    em.finish("Identity", [idx], indices)
+    em.finish("GatherElements", [x, idx], values, axis=attrs.get("axis", -1))
+
+
+_REPAIRS = {"ArgMax": _arg, "ArgMin": _arg, "ReduceMax": _window, "ReduceMin": _window,
+            "MaxPool": _window, "GlobalMaxPool": _window, "Max": _elementwise, "Min": _elementwise,
+            "Relu": _elementwise, "Clip": _elementwise, "TopK": _topk}
+
+
+def _float_values(model: onnx.ModelProto) -> set[str]:
+    inferred = onnx.shape_inference.infer_shapes(model)
+    graph = inferred.graph
+    return {v.name for v in (*graph.input, *graph.value_info, *graph.output)
+            if v.type.tensor_type.elem_type in _FLOATS}
+
+
+def _wanted(node: onnx.NodeProto, ops: frozenset) -> bool:
+    return node.op_type in ops and node.doc_string != _MARK
+
+
+def repair(model: onnx.ModelProto, ops: frozenset) -> bool:
+    """Rewrite the ops in `ops` that read a float tensor to torch's NaN semantics; True if any was."""
+    graph = model.graph
+    if not any(_wanted(n, ops) for n in graph.node):
+        return False
+    floats = _float_values(model)
+    em = _Emitter(graph, next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1))
+    changed = False
+    for node in graph.node:
+        if _wanted(node, ops) and node.input[0] in floats:
+            _REPAIRS[node.op_type](node, em)
+            changed = True
+        else:
+            em.nodes.append(node)
+    if changed:
+        del graph.node[:]
+        graph.node.extend(em.nodes)
+    return changed

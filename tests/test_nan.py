@@ -1,0 +1,53 @@
+"""A NaN anywhere in the input decides and computes as in torch, on every backend."""
+import os
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from conftest import MODELS
+from dycl.explore import RewriteMismatch, compare, to_numpy
+
+MODEL = os.path.join(MODELS, "nan_decisions.py")
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "tvm"])
+def test_nan_at_every_position_takes_torch_branch(converted, backend):
+    import dycl
+
+    result = converted(MODEL, backend=backend, check=6)
+    net = dycl.load(result.out)
+    for position in range(result.spec.inputs[0].shape[1]):
+        x = result.spec.inputs[0].clone()
+        x[0, position] = float("nan")
+        with torch.no_grad():
+            expected = to_numpy(result.spec.model(x))
+        got = net(x.numpy())
+        assert got[0] == expected[0] == position, f"NaN at {position}: took another branch"
+        compare(expected, got, f"NaN at {position}")
+
+
+def test_compare_sees_nan_where_there_was_none():
+    expected = np.array([1.0, np.nan, 3.0], dtype=np.float32)
+    with pytest.raises(RewriteMismatch, match="NaN at different positions"):
+        compare(expected, np.array([1.0, 2.0, 3.0], dtype=np.float32), "out")
+    inf = np.array([np.inf, np.nan, -np.inf], dtype=np.float32)
+    assert compare(inf, inf.copy(), "out") == 0.0
+
+
+def test_repair_leaves_integer_ops_and_is_idempotent():
+    from onnx import TensorProto, helper
+
+    from dycl.torch_nan import COMMON, repair
+
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [2, 1])
+    graph = helper.make_graph([helper.make_node("ArgMax", ["x"], ["y"], axis=1)], "g", [x], [y])
+    assert not repair(helper.make_model(graph), COMMON)
+    xf = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    model = helper.make_model(helper.make_graph([helper.make_node("ArgMax", ["x"], ["y"], axis=1)], "g", [xf], [y]))
+    assert repair(model, COMMON)
+    n = len(model.graph.node)
+    assert not repair(model, COMMON) and len(model.graph.node) == n
+    onnx.checker.check_model(model)
