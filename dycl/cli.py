@@ -67,6 +67,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
 
     from .convert import ConvertOptions, StepFailed, convert as run_convert
     from .modelfile import ModelFileError
+    from .outdir import OutputError
     from .package import summary
 
     if tune_trials and backend not in ("tvm", "auto"):
@@ -101,6 +102,9 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
             if tune_trials:
                 opts.tune = _tune_settings(tune_trials, tune_budget, on_tune)
             result = run_convert(opts, on_step)
+    except OutputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
     except ConversionError as exc:
         click.echo(exc.format(), err=True)
         sys.exit(2)
@@ -176,9 +180,15 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force) -> None:
     """Convert every model file in FOLDER into OUT/<model>, with a report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from .outdir import OutputError, check_zoo_output
     from .zoo import ZooOptions, model_files, run_zoo, write_report
 
     opts = ZooOptions(folder, out, backend, jobs, timeout, force, check_n)
+    try:
+        check_zoo_output(out)
+    except OutputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
     files = model_files(folder)
     if not files:
         raise click.UsageError(f"no model files (defining get_model) in {folder}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from typing import Callable
 
@@ -25,6 +24,7 @@ from .dims import name_dims
 from .explore import explore
 from .export import export_region, torch_region_info, verify_region
 from .modelfile import ModelFileError, load_model_file, resized_inputs
+from .outdir import check_output, make_workdir, replace_dir
 from .package import write_manifest, write_picture, write_report
 from .runtime.model import _sha256
 
@@ -414,12 +414,13 @@ STEPS: list[tuple[str, Callable]] = [
 
 
 def convert(opts: ConvertOptions, on_step: Callable[[str, str], None] | None = None) -> ConversionResult:
-    """Run every step; on success the package is at `opts.out`, otherwise nothing is left behind."""
+    """Run every step; on success the package is at `opts.out`, otherwise nothing is left behind.
+
+    Raises OutputError, before any work, when `opts.out` is neither missing, empty nor a dycl package.
+    """
     st = ConversionResult()
-    out = os.path.abspath(opts.out)
-    parent = os.path.dirname(out)
-    os.makedirs(parent, exist_ok=True)
-    st.workdir = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-", dir=parent)
+    out = check_output(opts.out)
+    st.workdir = make_workdir(out)
     try:
         for name, step in STEPS:
             if on_step:
@@ -434,24 +435,12 @@ def convert(opts: ConvertOptions, on_step: Callable[[str, str], None] | None = N
             st.timings[name] = time.perf_counter() - start
             if on_step:
                 on_step(name, "done")
-        _replace_dir(st.workdir, out)
+        replace_dir(st.workdir, out)
         st.out = out
         return st
     finally:
         if os.path.exists(st.workdir):
             shutil.rmtree(st.workdir, ignore_errors=True)
-
-
-def _replace_dir(src: str, dst: str) -> None:
-    old = None
-    if os.path.exists(dst):
-        old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old-", dir=os.path.dirname(dst))
-        os.rmdir(old)
-        os.rename(dst, old)
-    os.chmod(src, 0o755)
-    os.rename(src, dst)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _region_meta(region, record, info, artifact, origin, backend: str) -> dict:

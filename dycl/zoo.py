@@ -21,6 +21,7 @@ import traceback
 
 from . import __version__
 from .compile_pool import usable_cores
+from .outdir import check_zoo_output, clean_stale
 
 __all__ = ["ZooOptions", "model_files", "cache_key", "run_zoo", "convert_one"]
 
@@ -141,12 +142,6 @@ def convert_one(path: str, out: str, backend: str, check: int, result_file: str,
         json.dump(row, fh)
 
 
-def _clean_stale(out: str) -> None:
-    for name in os.listdir(out):
-        if name.startswith(".") and (".tmp-" in name or ".old-" in name):
-            shutil.rmtree(os.path.join(out, name), ignore_errors=True)
-
-
 def _load_cache(out: str) -> dict:
     try:
         with open(os.path.join(out, CACHE_FILE), encoding="utf-8") as fh:
@@ -163,9 +158,14 @@ def _save_cache(out: str, cache: dict) -> None:
 
 
 def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
-    """Convert every model file; returns one row per model. `on_event(kind, name, row)` reports progress."""
+    """Convert every model file; returns one row per model. `on_event(kind, name, row)` reports progress.
+
+    Raises OutputError, before converting anything, when `opts.out` is neither missing, empty nor an
+    earlier zoo's output.
+    """
+    check_zoo_output(opts.out)
     os.makedirs(opts.out, exist_ok=True)
-    _clean_stale(opts.out)
+    clean_stale(opts.out)
     cache = _load_cache(opts.out)
     ctx = multiprocessing.get_context("spawn")
     pending = []
@@ -230,7 +230,7 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
         for proc, *_ in running.values():
             proc.kill()
             proc.join()
-        _clean_stale(opts.out)
+        clean_stale(opts.out)
         shutil.rmtree(scratch, ignore_errors=True)
     return [rows[n] for n in sorted(rows)]
 
