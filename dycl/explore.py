@@ -221,16 +221,35 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float) -> tuple:
-    """A natural run of the rewritten program, compared with the original model."""
-    with torch.no_grad():
-        expected = to_numpy(model(*inputs))
+def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float, eager=None) -> tuple:
+    """A natural run of the rewritten program, compared with the original model (`eager`: its output)."""
+    if eager is None:
+        with torch.no_grad():
+            eager = model(*inputs)
+    expected = to_numpy(eager)
     got, path = exp.run(inputs)
     err = compare(expected, got, f"{label}: output")
     if err > tol:
         raise RewriteMismatch(f"{label}: the rewritten program differs from the model by {err:.3g}")
     exp.expected.append(expected)
     return path
+
+
+def _checked_resized_run(exp: Exploration, model, inputs: tuple, label: str, tol: float) -> None:
+    """A natural run at another size, which the model may refuse (`assert x.shape[0] <= 64`):
+    then the rewritten program must raise the same exception."""
+    try:
+        with torch.no_grad():
+            eager = model(*inputs)
+    except Exception as refused:
+        try:
+            exp.run(inputs)
+        except type(refused) as raised:
+            if str(raised) == str(refused):
+                return
+            raise RewriteMismatch(f"{label}: the model raises {refused!r}, the rewritten program {raised!r}") from None
+        raise RewriteMismatch(f"{label}: the model raises {refused!r}, the rewritten program does not")
+    _checked_run(exp, model, inputs, label, tol, eager)
 
 
 def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
@@ -254,7 +273,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
             reached_under.setdefault(d, (k, {}))
     exp.paths = natural_paths
     for k, inp in enumerate(resized or []):
-        _checked_run(exp, model, inp, f"resized input {k}", tol)
+        _checked_resized_run(exp, model, inp, f"resized input {k}", tol)
     exp.natural_arms = set(exp.arms)
     forcings: list[dict] = []
     # Force the arms no sample took. A decision first reached under some forcing

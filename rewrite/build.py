@@ -193,6 +193,10 @@ class Builder:
             pending.append(Stmt(substitute(to_region(node, kinds), self._known), stmt.origin))
             self._forget(node)
 
+        if isinstance(node, cst.Raise):  # a builtin exception (partial_eval checked): its arguments in the host
+            args = [a.with_changes(value=hoist(a.value, kinds, emit)) for a in node.exc.args]
+            host(node.with_changes(exc=node.exc.with_changes(args=args)))
+            return
         if isinstance(node, cst.Return):
             value = hoist(node.value, kinds, self._emitter(kinds, pending, stmt.origin, "out")) if node.value else None
             host(node.with_changes(value=value))

@@ -121,6 +121,10 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
     """How `node` can be computed."""
     if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.Imaginary)):
         return Info(SCALAR, True)
+    if isinstance(node, cst.FormattedString):  # a message: the host formats it, tensors computed in a region
+        infos = [analyze(p.expression, kinds) for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+        return Info(SCALAR, True, needs_hoist=any(not i.host or i.needs_hoist for i in infos),
+                    value=any(i.value or i.vtype == TENSOR for i in infos))
     if isinstance(node, cst.Name):
         kind = kinds.get(node.value)
         if kind is None:
@@ -144,6 +148,10 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
                 return Info(SCALAR, True, needs_hoist=not binfo.host or not _args_host(node, kinds), value=False)
             if binfo.vtype == TENSOR and method in SYNC_METHODS and not node.args:
                 return Info(SCALAR, True, needs_hoist=not binfo.host, value=True)
+            if isinstance(base, (cst.SimpleString, cst.ConcatenatedString)) and method == "format":
+                infos = [analyze(a.value, kinds) for a in node.args]
+                return Info(SCALAR, True, needs_hoist=any(not i.host or i.needs_hoist for i in infos),
+                            value=any(i.value or i.vtype == TENSOR for i in infos))
             if binfo.vtype == CONTAINER and method in _CONTAINER_METHODS:
                 return Info(TENSOR if method in ("pop", "get") else SCALAR, True,
                             needs_hoist=not _args_host(node, kinds), value=binfo.value)
@@ -272,6 +280,9 @@ def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
             c.with_changes(comparator=sub(c.comparator)) for c in node.comparisons])
     if isinstance(node, cst.IfExp):
         return node.with_changes(test=sub(node.test), body=sub(node.body), orelse=sub(node.orelse))
+    if isinstance(node, cst.FormattedString):
+        return node.with_changes(parts=[p.with_changes(expression=sub(p.expression))
+                                        if isinstance(p, cst.FormattedStringExpression) else p for p in node.parts])
     return emit(node)
 
 

@@ -92,7 +92,7 @@ def terminates(stmts: list) -> bool:
     if isinstance(last, Jump):
         return True
     if isinstance(last, Stmt):
-        return isinstance(last.node, (cst.Return, cst.Break, cst.Continue))
+        return isinstance(last.node, (cst.Return, cst.Raise, cst.Break, cst.Continue))
     if isinstance(last, IfNode):
         return terminates(last.body) and terminates(last.orelse)
     return False

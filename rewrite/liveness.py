@@ -49,7 +49,7 @@ def _live(nodes: list, live_after: set[str], variables: set[str], jumps=(frozens
                 live = set(jumps[0])
             elif isinstance(node.node, cst.Continue):
                 live = set(jumps[1])
-            elif isinstance(node.node, cst.Return):
+            elif isinstance(node.node, (cst.Return, cst.Raise)):
                 live = set()
             elif _pure_assignment(node.node) and not set(writes) & live:
                 node.dead = True

@@ -25,7 +25,7 @@ def _terminates(nodes: list) -> bool:
         return False
     last = nodes[-1]
     if isinstance(last, HostStmt):
-        return isinstance(last.node, (cst.Return, cst.Break, cst.Continue))
+        return isinstance(last.node, (cst.Return, cst.Raise, cst.Break, cst.Continue))
     if isinstance(last, If):
         return _terminates(last.body) and _terminates(last.orelse)
     return False
@@ -118,7 +118,7 @@ def merge_across_host(nodes: list) -> list:
                 merged.origin = merged.origin.span(node.region.origin)
                 continue
             target, between_reads, between_writes = node, set(), set()
-        elif isinstance(node, HostStmt) and not isinstance(node.node, (cst.Return, cst.Break, cst.Continue)):
+        elif isinstance(node, HostStmt) and not isinstance(node.node, (cst.Return, cst.Raise, cst.Break, cst.Continue)):
             r, w = reads_writes(node.node)
             between_reads.update(r)
             between_writes.update(w)

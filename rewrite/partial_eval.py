@@ -7,6 +7,8 @@ branches) inlined. What is left is a tree of branch-free statements and the
 """
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 from torch import nn
 
@@ -309,14 +311,59 @@ class PartialEvaluator(LoopLowering, Inlining):
             out.append(Stmt(node.with_changes(target=target, value=value), origin))
             return False
         if isinstance(node, cst.Assert):
-            return False
+            return self._assert(node, frame, out, line)
         if isinstance(node, cst.Raise):
-            self._error("raise", frame.src, node, "`raise` reached in forward",
-                        "a data-dependent raise cannot be compiled", "validate inputs before calling the model")
-            return False
+            return self._raise(node, frame, out, line)
         self._error("unsupported-statement", frame.src, node, f"`{type(node).__name__}` statement",
                     "this statement kind is not supported in forward", "rewrite it as assignments")
         return False
+
+    # -- checks ------------------------------------------------------------------
+    def _assert(self, node: cst.Assert, frame: Frame, out: list, line) -> bool:
+        """`assert c, msg` is `if not c: raise AssertionError(msg)`: folded when static, else a host check."""
+        hoisted: list = []
+        test = self.expression(node.test, frame, hoisted, line)
+        out.extend(hoisted)
+        holds = self._truth(test, frame)
+        if holds is not None:
+            self.static_decisions += 1
+            if not holds:
+                self._error("assert-fails", frame.src, node, "`assert` that always fails",
+                            "the condition is false for this model's configuration, so forward always raises",
+                            "fix the model's configuration or remove the assert")
+            return False
+        failing: list = []
+        args = []
+        if node.msg is not None:
+            args.append(cst.Arg(self.expression(node.msg, frame, failing, line)))
+        origin = self.origin(frame, line)
+        failing.append(Stmt(cst.Raise(cst.Call(cst.Name("AssertionError"), args)), origin))
+        if isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.NamedExpr)):
+            test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        out.append(IfNode(cst.UnaryOperation(cst.Not(), test), failing, [], self.origin(frame, node.test)))
+        return False
+
+    def _raise(self, node: cst.Raise, frame: Frame, out: list, line) -> bool:
+        """`raise ValueError(...)` of a builtin exception stays a host statement (it ends its arm)."""
+        exc = node.exc
+        func = exc.func if isinstance(exc, cst.Call) else exc
+        try:
+            cls = value_of(func, frame.scope) if func is not None else None
+        except Exception:
+            cls = None
+        cls = getattr(cls, "value", None)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException) and getattr(builtins, cls.__name__, None) is cls):
+            self._error("raise", frame.src, node, "`raise` of an exception the package cannot rebuild",
+                        "the package raises exceptions from its host code, which knows Python's builtin "
+                        "exception classes only",
+                        "raise a builtin exception (`ValueError(...)`, `RuntimeError(...)`) instead")
+            return True
+        hoisted: list = []
+        args = [a.with_changes(value=self.expression(a.value, frame, hoisted, line))
+                for a in (exc.args if isinstance(exc, cst.Call) else [])]
+        out.extend(hoisted)
+        out.append(Stmt(cst.Raise(cst.Call(cst.Name(cls.__name__), args)), self.origin(frame, line)))
+        return True
 
     # -- helpers ---------------------------------------------------------------
     def _local(self, name: str, frame: Frame) -> str:
