@@ -29,6 +29,8 @@ class CheckResult:
 def decisions_of(value) -> list:
     """The discrete outcome of an output: argmax of float arrays, exact integers and scalars."""
     if isinstance(value, np.ndarray):
+        if value.size == 0:  # nothing to decide; the shape is compared with the values
+            return [list(value.shape)]
         if value.dtype.kind == "f":
             return [value.reshape(-1, value.shape[-1]).argmax(-1).tolist() if value.ndim else None]
         return [value.tolist()]

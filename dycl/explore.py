@@ -35,13 +35,17 @@ def to_numpy(value):
 class RegionRecord:
     """What exploration saw of one region."""
 
-    __slots__ = ("name", "in_specs", "out_specs", "examples", "calls", "passthrough", "sources", "observations")
+    __slots__ = ("name", "in_specs", "out_specs", "examples", "variants", "calls", "passthrough", "sources",
+                 "observations")
 
     def __init__(self, name: str):
         self.name = name
         self.in_specs: list | None = None
         self.out_specs: list | None = None
         self.examples: dict[tuple, list[torch.Tensor]] = {}  # signature -> flat inputs
+        # signature -> other flat inputs of that signature, with other values: a compiled region that
+        # froze a run-time value into its graph is right on one of the two at most
+        self.variants: dict[tuple, list[torch.Tensor]] = {}
         self.calls = 0
         self.passthrough: dict[int, int] = {}  # output leaf -> input leaf
         self.sources: list | None = None
@@ -148,7 +152,9 @@ class _ExploringRegions:
             if loop is not None and not self._force:
                 self._explorer.loop_calls[loop] = self._explorer.loop_calls.get(loop, 0) + 1
             signature = _signature(tensors)
-            record.examples.setdefault(signature, [t.clone() for t in tensors])
+            first = record.examples.setdefault(signature, [t.clone() for t in tensors])
+            if signature not in record.variants and not all(torch.equal(a, b) for a, b in zip(first, tensors)):
+                record.variants[signature] = [t.clone() for t in tensors]
             record.observations.add((signature, self._symbols))
             leaves_np = iter([t.numpy() for t in out_leaves])
             results = [unflatten(s, leaves_np) for s in out_specs]

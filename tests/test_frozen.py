@@ -1,0 +1,28 @@
+"""Values computed from tensors are never frozen into a graph; the check handles empty outputs."""
+import os
+
+import numpy as np
+import pytest
+
+from conftest import MODELS
+from dycl.check import decisions_of
+from dycl.convert import ConvertOptions, StepFailed, convert
+
+
+def test_frozen_shift_is_refused_at_export(tmp_path):
+    opts = ConvertOptions(os.path.join(MODELS, "frozen_shift.py"), str(tmp_path / "out"), check=6)
+    with pytest.raises(StepFailed) as info:
+        convert(opts)
+    assert info.value.step == "export"
+    assert "on other input values of the same shapes: the graph froze a value computed from a tensor" \
+        in str(info.value)
+    assert "region out_L15 (forward L15)" in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_decisions_of_empty_and_zero_size_outputs():
+    assert decisions_of(np.zeros((1, 0), np.float32)) == [[1, 0]]
+    assert decisions_of(np.zeros((0, 4), np.float32)) == [[0, 4]]
+    assert decisions_of((np.zeros((2, 3), np.float32), np.zeros((0,), np.int64))) == [[0, 0], [0]]
+    assert decisions_of(np.full((), 2.0, np.float32)) == [None]
+
