@@ -41,13 +41,17 @@ def decisions_of(value) -> list:
     return [value if not isinstance(value, float) else None]
 
 
-def check_package(path: str, spec, exploration, n: int, seed: int = 0, tolerance: float = 1e-4) -> CheckResult:
+def check_package(path: str, spec, exploration, n: int, seed: int = 0, tolerance: float = 1e-4,
+                  progress=None) -> CheckResult:
+    """`progress(done, total)` hears of each sample before it runs."""
     package = load(path)
     inputs = spec.sample_inputs(max(n, 1), seed=seed) if n else [spec.inputs]
     delta, eta, failure = 0.0, 0, ""
     # Exploration ran the original model on the example and then these very samples.
     known = [] if exploration is None else exploration.expected[1:1 + len(inputs)] if n else exploration.expected[:1]
     for k, inp in enumerate(inputs):
+        if progress:
+            progress(k, len(inputs))
         if k < len(known):
             expected = known[k]
         else:

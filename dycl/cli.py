@@ -84,13 +84,19 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
                       TextColumn("{task.fields[count]}"), TimeElapsedColumn(), console=console,
                       transient=True) as progress:
             step_task = progress.add_task("", total=None, count="")
+            detail_task = progress.add_task("", total=None, count="", visible=False)
             tune_task = None
 
             def on_step(step: str, phase: str) -> None:
+                progress.update(detail_task, visible=False)
                 if phase == "start":
                     progress.update(step_task, description=f"[bold]{_STEP_TEXT[step]}[/] …")
                 else:
                     progress.console.print(f"  [green]✓[/] {_STEP_TEXT[step]}")
+
+            def on_progress(step: str, detail: str, done: int, total: int) -> None:
+                progress.update(detail_task, description=f"  {detail}", completed=done, total=total or None,
+                                count=f"{done}/{total}" if total else "", visible=True)
 
             def on_tune(region: str, done: int, total: int) -> None:
                 nonlocal tune_task
@@ -101,7 +107,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
 
             if tune_trials:
                 opts.tune = _tune_settings(tune_trials, tune_budget, on_tune)
-            result = run_convert(opts, on_step)
+            result = run_convert(opts, on_step, on_progress)
     except OutputError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -33,9 +33,13 @@ class CompileFailed(RuntimeError):
     """A worker could not compile a region; carries the worker's first error line."""
 
 
-def compile_all(backend: Backend, jobs: dict[str, str], processes: int) -> dict[str, float | Exception]:
-    """Compile each `artifact path: ONNX path`; per artifact, the seconds it took or the error."""
-    queue = _Queue(jobs)
+def compile_all(backend: Backend, jobs: dict[str, str], processes: int,
+                on_done=None) -> dict[str, float | Exception]:
+    """Compile each `artifact path: ONNX path`; per artifact, the seconds it took or the error.
+
+    `on_done(artifact, finished)` hears of each artifact as it is done (from the thread that compiled it).
+    """
+    queue = _Queue(jobs, on_done)
     options = backend.worker_options()
     workers = [] if options is None else [_Worker(backend.name, options, queue)
                                           for _ in range(min(processes, len(jobs)) - 1)]
@@ -63,8 +67,9 @@ def _timed_compile(backend: Backend, onnx_path: str, artifact: str) -> float | E
 class _Queue:
     """The regions nobody holds yet, and what came of the others."""
 
-    def __init__(self, jobs: dict[str, str]):
+    def __init__(self, jobs: dict[str, str], on_done=None):
         self.pending = list(reversed(jobs.items()))  # pop() hands them out in order
+        self.on_done = on_done
         self.results: dict[str, float | Exception] = {}
         self.held = 0  # regions that workers hold
         self.cond = threading.Condition()
@@ -81,6 +86,8 @@ class _Queue:
             self.results[artifact] = result
             self.held -= worker
             self.cond.notify_all()
+            if self.on_done:
+                self.on_done(artifact, len(self.results))
 
     def close(self) -> None:
         with self.cond:

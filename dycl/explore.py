@@ -259,12 +259,14 @@ def _checked_resized_run(exp: Exploration, model, inputs: tuple, label: str, tol
 
 
 def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
-            region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None, symbols_of=None):
+            region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None, symbols_of=None,
+            on_run=None):
     """Natural runs (checked against `model`), then forced runs until every arm is covered.
 
     `resized` are inputs at other sizes of the declared dynamic dims: each is
     run naturally (and checked) and under every forcing used, so every region
-    sees every size and its varying dims become symbolic.
+    sees every size and its varying dims become symbolic. `on_run(detail,
+    done, total)` hears of each natural run.
     """
     exp = Exploration(model, host, module, region_names)
     exp.region_loops = region_loops or {}
@@ -272,14 +274,21 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
         exp.symbols_of = symbols_of
     natural_paths = []
     reached_under: dict[str, tuple[int, dict]] = {}  # decision -> (input, forcing) that first reached it
+    natural = len(inputs) + len(resized or [])
     for k, inp in enumerate(inputs):
+        if on_run:
+            on_run(f"running sample {k + 1} of {len(inputs)}", k, natural)
         path = _checked_run(exp, model, inp, f"sample {k}", tol)
         natural_paths.append(path)
         for d, _ in path:
             reached_under.setdefault(d, (k, {}))
     exp.paths = natural_paths
     for k, inp in enumerate(resized or []):
+        if on_run:
+            on_run(f"running resized input {k + 1} of {len(resized)}", len(inputs) + k, natural)
         _checked_resized_run(exp, model, inp, f"resized input {k}", tol)
+    if on_run:
+        on_run("forcing the decisions no sample took", natural, natural)
     exp.natural_arms = set(exp.arms)
     forcings: list[dict] = []
     # Force the arms no sample took. A decision first reached under some forcing

@@ -1,0 +1,123 @@
+#!/usr/bin/env python
+"""Conversion time per model and backend, as `dycl convert` spends it: one fresh process per conversion.
+
+    python scripts/convert_times.py                              # models_zoo/ and tests/corpus/, ORT and TVM
+    python scripts/convert_times.py --backends onnxruntime --out build/convert_times.md models_zoo/moe.py
+
+Each conversion runs in its own interpreter (imports, torch's start-up and
+the compile workers included) with the CLI's defaults (`--check 50`,
+`--fuse measured`); the table gives its wall time, the seconds of each step
+and whether it stayed within --limit (30 s). Writes Markdown with --out.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STEPS = ("rewrite", "explore", "export", "fuse", "check")
+
+
+def _model_files(paths: list[str]) -> list[str]:
+    if not paths:
+        paths = [os.path.join(ROOT, "models_zoo"), os.path.join(ROOT, "tests", "corpus")]
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            files.extend(f for f in sorted(glob.glob(os.path.join(path, "*.py")))
+                         if not os.path.basename(f).startswith("_") and "def get_model" in open(f).read())
+        elif os.path.exists(path):
+            files.append(path)
+    return files
+
+
+def _one(path: str, backend: str, check: int, out: str) -> None:
+    """In the child: convert and print the timings as JSON."""
+    sys.path.insert(0, ROOT)
+    from dycl.convert import ConvertOptions, convert
+
+    start = time.perf_counter()
+    row = {"model": os.path.splitext(os.path.basename(path))[0], "backend": backend}
+    try:
+        result = convert(ConvertOptions(path, out, backend, check))
+        row.update(status="ok", steps=result.timings, regions=len(result.program.regions))
+    except Exception as exc:  # the table reports failures; it does not stop at them
+        row.update(status="failed", error=(str(exc).strip().splitlines() or [type(exc).__name__])[0][:120])
+    row["convert_s"] = time.perf_counter() - start
+    print(json.dumps(row))
+
+
+def _measure(path: str, backend: str, check: int, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--one", path, backend, str(check),
+                                   os.path.join(tmp, "package")], capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"model": os.path.splitext(os.path.basename(path))[0], "backend": backend, "status": "timeout",
+                    "process_s": timeout, "convert_s": timeout}
+        wall = time.perf_counter() - start
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        error = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"model": os.path.splitext(os.path.basename(path))[0], "backend": backend, "status": "crashed",
+                "error": error, "process_s": wall, "convert_s": wall}
+    row = json.loads(lines[-1])
+    row["process_s"] = wall
+    return row
+
+
+def _table(rows: list[dict], limit: float) -> str:
+    head = ["model", "backend", "status", "regions", "process s", "convert s"] + [f"{s} s" for s in STEPS] + ["≤ limit"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        steps = r.get("steps", {})
+        cells = [r["model"], r["backend"], r["status"] + (f": {r['error']}" if r.get("error") else ""),
+                 str(r.get("regions", "")), f"{r['process_s']:.1f}", f"{r['convert_s']:.1f}"]
+        cells += [f"{steps[s]:.1f}" if s in steps else "" for s in STEPS]
+        cells.append("yes" if r["status"] == "ok" and r["process_s"] <= limit else "**no**")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="*", help="model files or folders (default: models_zoo/ and tests/corpus/)")
+    parser.add_argument("--backends", nargs="+", default=["onnxruntime", "tvm"])
+    parser.add_argument("--check", type=int, default=50, help="sample inputs checked (the CLI's default)")
+    parser.add_argument("--limit", type=float, default=30.0, help="seconds a conversion may take")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a conversion is stopped")
+    parser.add_argument("--out", help="also write the table as Markdown here")
+    parser.add_argument("--one", nargs=4, metavar=("PATH", "BACKEND", "CHECK", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        path, backend, check, out = args.one
+        _one(path, backend, int(check), out)
+        return
+    rows = []
+    for path in _model_files(args.paths):
+        for backend in args.backends:
+            row = _measure(path, backend, args.check, args.timeout)
+            rows.append(row)
+            print(f"{row['model']:>20} {backend:<12} {row['status']:<8} {row['process_s']:6.1f} s", file=sys.stderr)
+    table = _table(rows, args.limit)
+    print(table)
+    slow = [f"{r['model']} ({r['backend']})" for r in rows if r["status"] != "ok" or r["process_s"] > args.limit]
+    print(f"\n{len(rows) - len(slow)} of {len(rows)} conversions within {args.limit:g} s"
+          + (f"; not: {', '.join(slow)}" if slow else ""))
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(f"# Conversion time per model (limit {args.limit:g} s)\n\n{table}\n")
+    if slow:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
