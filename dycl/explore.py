@@ -125,6 +125,7 @@ class _ExploringRegions:
             elif record.in_specs != in_specs:
                 raise RewriteMismatch(f"region {name}: its inputs changed structure between calls "
                                       f"({record.in_specs} vs {in_specs})")
+            versions = [t._version for t in tensors]
             leaves = iter(tensors)
             nested = [unflatten(s, leaves, scalars_as_arrays=True) for s in in_specs]
             with torch.no_grad():
@@ -138,7 +139,8 @@ class _ExploringRegions:
                 if not isinstance(leaf, torch.Tensor):
                     raise RewriteMismatch(f"region {name} returns a Python {type(leaf).__name__}; "
                                           "a compiled region can only return tensors")
-            passthrough = {i: next((j for j, t in enumerate(tensors) if t is leaf), -1)
+            # An input returned unchanged; one an in-place op wrote (`acc.index_add_(...)`) is a result.
+            passthrough = {i: next((j for j, t in enumerate(tensors) if t is leaf and t._version == versions[j]), -1)
                            for i, leaf in enumerate(out_leaves)}
             passthrough = {i: j for i, j in passthrough.items() if j >= 0}
             if record.out_specs is None:

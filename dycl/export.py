@@ -65,7 +65,7 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=r"torch\.nn\.modules\.rnn")
         try:
             with torch.no_grad():
-                torch.onnx.export(wrapper, tuple(example), path, dynamo=False, input_names=input_names,
+                torch.onnx.export(wrapper, _fresh(example), path, dynamo=False, input_names=input_names,
                                   output_names=output_names, dynamic_axes=_dim_names(record),
                                   do_constant_folding=True)
         except torch.jit.TracerWarning as warning:
@@ -78,6 +78,11 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
     feeds = [int(i.name[1:]) for i in graph.input]
     _check_dims(record, graph, origin)
     return {"graph_inputs": feeds, "graph_leaves": graph_leaves}
+
+
+def _fresh(example: list) -> tuple:
+    """Copies of a region's example inputs: a region may write its inputs in place (`acc.add_(y)`)."""
+    return tuple(t.clone() for t in example)
 
 
 def _check_dims(record: RegionRecord, graph, origin: str) -> None:
@@ -105,7 +110,7 @@ def verify_region(model, fn, record: RegionRecord, run, export_info: dict, origi
             "(an `int()` or `.item()` passed to an op that takes it as a constant, such as torch.roll's shifts)") for e in record.variants.values()]
     for example, frozen in runs:
         with torch.no_grad():
-            expected = [t.numpy() for t in wrapper(*example)]
+            expected = [t.numpy() for t in wrapper(*_fresh(example))]
         got = run([example[i].numpy() for i in export_info["graph_inputs"]])
         for k, (e, g) in enumerate(zip(expected, got)):
             g = np.asarray(g)
