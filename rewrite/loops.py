@@ -32,11 +32,14 @@ class LoopLowering:
             items = None
         is_range = isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
             and iterable.func.value == "range" and "range" not in scope.rename
+        if items is None and not is_range and self._tensor_iterable(iterable, frame):
+            return self._index_loop(node, iterable, frame, out)
         if items is None and not is_range:
             self._error("dynamic-loop", frame.src, node.iter, "loop over a value known only at run time",
-                        "a loop's items must be fixed by the model (a ModuleList, a ModuleDict) or be a range "
-                        "of integers; iterating over a tensor is not supported",
-                        "loop over `range(x.shape[0])` and index the tensor")
+                        "a loop's items must be fixed by the model (a ModuleList, a ModuleDict), a range of "
+                        "integers, or the rows of one tensor or list; zip, enumerate and dict views of run-time "
+                        "values have no index the host can step",
+                        "loop over `range(len(x))` and index each value")
             return False
         if is_range and (items is None or has_break(node.body)):
             if self._host_for(node, iterable, frame, out, fallback=items is not None):
@@ -70,6 +73,37 @@ class LoopLowering:
         lowered = self._join_iterations(iterations, fall_through, frame, node)
         out.extend(lowered)
         return terminates(lowered)
+
+    @staticmethod
+    def _tensor_iterable(iterable, frame: Frame) -> bool:
+        """A run-time value iterated along its first axis: a tensor (`for row in t`, `for i in m.nonzero()`)
+        or a list built at run time. Dict views and zips have no index and stay unsupported."""
+        if isinstance(iterable, (cst.Name, cst.Attribute, cst.Subscript)):
+            return True
+        return isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+            and iterable.func.attr.value not in ("items", "keys", "values", "named_children", "children")
+
+    def _index_loop(self, node: cst.For, iterable, frame: Frame, out: list) -> bool:
+        """`for row in t:` as the host loop `for i in range(len(t)): row = t[i]`; `t` is evaluated once."""
+        if node.orelse is not None:
+            self._error("for-else", frame.src, node.orelse, "`for ... else` in forward",
+                        "the else clause of a loop is not supported", "use a flag variable instead")
+            return False
+        scope = frame.scope
+        items = self.names.fresh("items")
+        index = self.names.fresh("index")
+        scope.rename[items] = items
+        scope.rename[index] = index
+        out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(items))], iterable), self.origin(frame, node.iter)))
+        row = cst.Subscript(cst.Name(items), [cst.SubscriptElement(cst.Index(cst.Name(index)))])
+        bind = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(node.target)], row)])
+        body = node.body.with_changes(body=[bind, *node.body.body])
+        bound = cst.Call(cst.Name("range"), [cst.Arg(cst.Call(cst.Name("len"), [cst.Arg(cst.Name(items))]))])
+        loop = node.with_changes(target=cst.Name(index), iter=bound, body=body)
+        for new in (loop, bound, bind, bind.body[0]):
+            frame.src.alias(new, node.iter)
+        self._host_for(loop, bound, frame, out, fallback=False)
+        return False
 
     def _host_for(self, node: cst.For, iterable, frame: Frame, out: list, fallback: bool) -> bool:
         """`for t in range(n)` with a data-dependent break or bound: a host loop, body lowered once.

@@ -13,14 +13,19 @@ __all__ = ["FunctionSource", "function_source"]
 class FunctionSource:
     """A parsed function: its libcst node, its file, and node positions."""
 
-    __slots__ = ("func", "node", "file", "positions")
+    __slots__ = ("func", "node", "file", "positions", "aliases")
 
     def __init__(self, func, node: cst.FunctionDef, file: str, positions):
         self.func, self.node, self.file, self.positions = func, node, file, positions
+        self.aliases: dict[cst.CSTNode, cst.CSTNode] = {}
+
+    def alias(self, new: cst.CSTNode, old: cst.CSTNode) -> None:
+        """Locate a node the front end synthesised at the source node it stands for."""
+        self.aliases[new] = old
 
     def loc(self, node: cst.CSTNode) -> tuple[int, int, int]:
         """(first line, last line, column) of `node` in its file."""
-        pos = self.positions.get(node)
+        pos = self.positions.get(self.aliases.get(node, node))
         if pos is None:
             pos = self.positions[self.node]
         return pos.start.line, pos.end.line, pos.start.column

@@ -24,11 +24,11 @@ tests/models/bad_constructs.py:15:9: error: `with` block in forward [with-block]
   Explanation: only `torch.no_grad()` / `torch.inference_mode()` contexts can be dropped safely
   Hint: move the context manager outside the model
 
-tests/models/bad_constructs.py:17:20: error: loop over a value known only at run time [dynamic-loop]
-            for row in x:
-                       ^
-  Explanation: a loop's items must be fixed by the model (a ModuleList, a ModuleDict) or be a range of integers; iterating over a tensor is not supported
-  Hint: loop over `range(x.shape[0])` and index the tensor
+tests/models/bad_constructs.py:17:25: error: loop over a value known only at run time [dynamic-loop]
+            for row, col in zip(x, x.t()):
+                            ^
+  Explanation: a loop's items must be fixed by the model (a ModuleList, a ModuleDict), a range of integers, or the rows of one tensor or list; zip, enumerate and dict views of run-time values have no index the host can step
+  Hint: loop over `range(len(x))` and index each value
 
 tests/models/bad_constructs.py:19:9: error: `try` around tensor code [try-block]
             try:

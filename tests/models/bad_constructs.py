@@ -14,8 +14,8 @@ class Bad(nn.Module):
         global STEPS
         with open("log.txt") as fh:
             x = self.fc(x)
-        for row in x:
-            x = x + row
+        for row, col in zip(x, x.t()):
+            x = x + row * col
         try:
             x = self.fc(x)
         except RuntimeError:
