@@ -30,10 +30,14 @@ def _user_code(obj) -> bool:
 
 
 def _has_branches(func) -> bool:
+    """Whether `func` has control flow the host may have to run: branches, loops, or a call of a
+    module picked from a container (`self.experts[k](x)`)."""
     src = function_source(func)
     if src is None:
         return False
-    return bool(find(src.node.body, (cst.If, cst.While, cst.IfExp)))
+    if find(src.node.body, (cst.If, cst.While, cst.IfExp, cst.For)):
+        return True
+    return any(isinstance(c.func, cst.Subscript) for c in find(src.node.body, cst.Call))
 
 
 

@@ -14,6 +14,7 @@ from torch import nn
 
 from .cfg import IfNode, Jump, Origin, Stmt
 from .diagnostics import Diagnostic, Location
+from .dispatch import ModuleDispatch
 from .inline import Inlining
 from .jumps import Frame, as_tuple, binop_of
 from .loops import LoopLowering
@@ -26,7 +27,7 @@ from .walk import find
 __all__ = ["PartialEvaluator"]
 
 
-class PartialEvaluator(LoopLowering, Inlining):
+class PartialEvaluator(LoopLowering, Inlining, ModuleDispatch):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
@@ -204,6 +205,10 @@ class PartialEvaluator(LoopLowering, Inlining):
         origin = self.origin(frame, line)
         if isinstance(node, cst.Pass):
             return False
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Expr, cst.Return)):
+            dispatched = self._dispatch_module(node, frame, out, line)
+            if dispatched is not None:
+                return dispatched
         if isinstance(node, (cst.Break, cst.Continue)) and frame.loops and frame.loops[-1] == "host":
             out.append(Stmt(node, origin))
             return True

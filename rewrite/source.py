@@ -21,7 +21,8 @@ class FunctionSource:
 
     def alias(self, new: cst.CSTNode, old: cst.CSTNode) -> None:
         """Locate a node the front end synthesised at the source node it stands for."""
-        self.aliases[new] = old
+        if new not in self.positions:
+            self.aliases[new] = old
 
     def loc(self, node: cst.CSTNode) -> tuple[int, int, int]:
         """(first line, last line, column) of `node` in its file."""

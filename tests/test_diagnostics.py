@@ -58,17 +58,17 @@ def test_cli_prints_diagnostics_exits_2_and_writes_nothing(tmp_path):
     assert os.listdir(tmp_path) == []  # no temporary folder left either
 
 
-def test_module_chosen_by_tensor_value_is_reported(tmp_path, monkeypatch):
+def test_module_key_matching_no_key_is_reported(tmp_path, monkeypatch):
     src = tmp_path / "dyn_index.py"
     src.write_text(
         "import torch\nfrom torch import nn\n\n\n"
         "class M(nn.Module):\n"
         "    def __init__(self):\n"
         "        super().__init__()\n"
-        "        self.experts = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])\n\n"
+        "        self.experts = nn.ModuleDict({'a': nn.Linear(4, 4), 'b': nn.Linear(4, 4)})\n\n"
         "    def forward(self, x):\n"
         "        k = int(x.argmax().item()) % 2\n"
-        "        return self.experts[k](x)\n\n\n"
+        "        return self.experts[f'expert_{k}'](x)\n\n\n"
         "def get_model():\n    return M()\n\n\n"
         "def get_inputs():\n    return (torch.randn(1, 4),)\n")
     monkeypatch.chdir(tmp_path)
@@ -76,5 +76,6 @@ def test_module_chosen_by_tensor_value_is_reported(tmp_path, monkeypatch):
     with pytest.raises(ConversionError) as info:
         rewrite_model(spec.model, spec.inputs)
     text = info.value.format()
-    assert text.startswith("dyn_index.py:12:16: error: module chosen by a run-time value [dynamic-module]")
-    assert "Hint: select the module with if/elif on the value" in text
+    assert text.startswith("dyn_index.py:12:16: error: module chosen by a run-time key that matches none of "
+                           "the container's keys [dynamic-module]")
+    assert "Hint: index with an int (`self.experts[k]`) or a key spelt `f\"name_{k}\"`" in text
