@@ -21,6 +21,7 @@ from .dims import name_dims
 from .explore import RegionRecord
 from .runtime.spec import count_leaves
 from .torch_nan import COMMON, repair as repair_nan
+from .trace_warnings import frozen_values
 
 __all__ = ["ExportError", "export_region", "torch_region_info", "verify_region"]
 
@@ -56,21 +57,21 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
     wrapper = FlatRegion(model, fn, record.in_specs, graph_leaves).eval()
     input_names = [f"i{k}" for k in range(len(example))]
     output_names = [f"o{k}" for k in range(len(graph_leaves))]
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
-        warnings.simplefilter("error", torch.jit.TracerWarning)
+        warnings.simplefilter("always", torch.jit.TracerWarning)
         # torch's own nn.GRU/LSTM/RNN input checks compare sizes in Python while tracing; they are
         # shape checks on fixed dims, not decisions the trace would freeze.
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=r"torch\.nn\.modules\.rnn")
-        try:
-            with torch.no_grad():
-                torch.onnx.export(wrapper, _fresh(example), path, dynamo=False, input_names=input_names,
-                                  output_names=output_names, dynamic_axes=_dim_names(record),
-                                  do_constant_folding=True)
-        except torch.jit.TracerWarning as warning:
-            raise ExportError(f"region {record.name} ({origin}) turns a tensor into a Python value, which "
-                              f"tracing would freeze into the graph: {warning}") from None
+        with torch.no_grad():
+            torch.onnx.export(wrapper, _fresh(example), path, dynamo=False, input_names=input_names,
+                              output_names=output_names, dynamic_axes=_dim_names(record),
+                              do_constant_folding=True)
+    frozen = frozen_values(caught, fn)
+    if frozen:
+        raise ExportError(f"region {record.name} ({origin}) turns a tensor into a Python value, which "
+                          f"tracing would freeze into the graph: {frozen[0].message}")
     model = onnx.load(path)
     if repair_nan(model, COMMON):
         onnx.save(model, path)
