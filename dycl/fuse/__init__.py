@@ -20,6 +20,7 @@ import onnx
 from onnx import helper
 
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
+from rewrite.names import Namespace
 
 from .block import Block, Context
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
@@ -156,13 +157,14 @@ def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict]
                  models: dict[str, onnx.ModelProto]) -> tuple[list[Fusion], list[str]]:
     """Every run worth a graph, built against the unchanged program; and why the others were not built."""
     fusions, reasons = [], []
+    names = Namespace(metas)  # runs may start on one line (a helper inlined before each block): one name each
     work = _runs(program.body, metas)
     while work:
         nodes, start, end = work.pop(0)
         run = nodes[start:end]
         origin = _span(run)
         try:
-            model, meta, block = _build(program, run, f"block_L{origin.first}", signature, metas, models)
+            model, meta, block = _build(program, run, names.fresh(f"block_L{origin.first}"), signature, metas, models)
         except Unfusable as exc:  # keep the node it failed on in the host; try the code around and inside it
             if exc.at is None:  # the run as a whole (its outputs): nothing smaller to try
                 reasons.append(f"{origin.func} {origin.lines}: {exc.args[0]}")

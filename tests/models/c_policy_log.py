@@ -1,0 +1,59 @@
+"""A recurrent gate policy that logs its actions on the model (SkipNet's RNNGatePolicy, RL stage).
+
+One LSTM cell reads a pooled feature before each block and carries its state
+from block to block; the policy helper appends each action to
+``self.saved_actions`` (training bookkeeping nothing reads back) and returns
+the probability of running the block. The same helper lines run before every
+block, so the stretches of host code between the appends start on one line.
+"""
+
+import torch
+import torch.nn as nn
+
+WIDTH, HIDDEN, BLOCKS = 8, 6, 4
+
+
+class PolicyLog(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.LSTMCell(WIDTH, HIDDEN)
+        self.proj = nn.Linear(HIDDEN, 1)
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.Tanh()) for _ in range(BLOCKS))
+        self.head = nn.Linear(WIDTH, 3)
+        self.saved_actions = []
+
+    def policy(self, feature, hidden):
+        h, c = self.cell(feature, hidden)
+        prob = torch.sigmoid(self.proj(h))
+        action = (prob > 0.5).float()
+        self.saved_actions.append(action)
+        return prob, (h, c)
+
+    def forward(self, x):
+        hidden = (torch.zeros(1, HIDDEN), torch.zeros(1, HIDDEN))
+        ran = torch.zeros(1)
+        for block in self.blocks:
+            prob, hidden = self.policy(x, hidden)
+            if prob[0, 0] > 0.5:
+                x = x + block(x)
+                ran = ran + 1
+            else:
+                x = x * 0.5
+        return self.head(x), ran
+
+
+def get_model():
+    torch.manual_seed(1)
+    model = PolicyLog()
+    with torch.no_grad():  # the gate follows feature 0 (and its history): every block goes both ways
+        model.proj.weight.mul_(20.0)
+    return model.eval()
+
+
+def sample_inputs(n, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return [(2.0 * torch.randn(1, WIDTH, generator=gen),) for _ in range(n)]
+
+
+def get_inputs():
+    return sample_inputs(1)[0]
