@@ -41,9 +41,31 @@ def decisions_of(value) -> list:
     return [value if not isinstance(value, float) else None]
 
 
+def _edge_failure(package, spec, edges: list[tuple[str, tuple]], tolerance: float) -> str:
+    """Run the package at the edge sizes of the dynamic dims; the first disagreement with the model."""
+    for label, inputs in edges:
+        try:
+            with torch.no_grad():
+                expected = to_numpy(spec.model(*inputs))
+        except Exception:  # the model refuses this size; a backend may abort on it (a GRU over 0 steps)
+            continue
+        try:
+            got = package(*[to_numpy(v) for v in inputs])
+            err = compare(expected, got, label)
+        except Exception as exc:
+            return f"at {label}: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}"
+        if err > tolerance:
+            return f"at {label}: max error δ = {err:.3g} exceeds {tolerance:g}"
+        if decisions_of(expected) != decisions_of(got):
+            return f"at {label}: the package decides differently from the original model"
+    return ""
+
+
 def check_package(path: str, spec, exploration, n: int, seed: int = 0, tolerance: float = 1e-4,
-                  progress=None) -> CheckResult:
-    """`progress(done, total)` hears of each sample before it runs."""
+                  edges: list[tuple[str, tuple]] = (), progress=None) -> CheckResult:
+    """Compare the package with the model on `n` samples and on `edges` ((label, inputs) at the
+    smallest, a middle and a large size of each dynamic dim). `progress(done, total)` hears of each
+    sample before it runs."""
     package = load(path)
     inputs = spec.sample_inputs(max(n, 1), seed=seed) if n else [spec.inputs]
     delta, eta, failure = 0.0, 0, ""
@@ -70,6 +92,8 @@ def check_package(path: str, spec, exploration, n: int, seed: int = 0, tolerance
     paths = len(set(exploration.paths[1:])) if len(exploration.paths) > 1 else len(set(exploration.paths))
     if not failure and delta > tolerance:
         failure = f"max error δ = {delta:.3g} exceeds {tolerance:g}"
+    if not failure and edges:
+        failure = _edge_failure(package, spec, edges, tolerance)
     if not failure and eta:
         failure = f"η = {eta}: {eta} of {len(inputs)} samples decide differently from the original model"
     return CheckResult(len(inputs), delta, eta, paths, failure, tolerance)

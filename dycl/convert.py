@@ -164,16 +164,18 @@ def symbol_sizes(spec, inputs: tuple) -> dict[str, int]:
 def _resized(spec) -> list[tuple]:
     """Inputs at other sizes of the declared dynamic dims.
 
-    Each symbol alone at a smaller, a slightly larger and a much larger size
-    (so shape-determined branches such as `if x.shape[-1] > 48:` go both
-    ways), then all symbols together at two larger sizes, so that regions
-    behind a shape-determined branch also see every dim vary.
+    Each symbol alone at its edges (0, 1, 2), a smaller, a slightly larger and
+    a much larger size (so shape-determined branches such as `if x.shape[-1] >
+    48:` go both ways and a region reached only at small sizes still sees its
+    dims vary), then all symbols together at two larger sizes, so that regions
+    behind a shape-determined branch also see every dim vary. Sizes the model
+    itself refuses are skipped by exploration.
     """
     params = spec.params
     sizes = symbol_sizes(spec, spec.inputs)
     variants = []
     for symbol, size in sorted(sizes.items()):
-        for new in sorted({size // 2 + 1, size + 1, 2 * size + 1} - {size}):
+        for new in sorted({0, 1, 2, size // 2 + 1, size + 1, 2 * size + 1} - {size}):
             variants.append(resized_inputs(spec.inputs, params, spec.dynamic, symbol, new))
     for extra in (1, 3):
         joint = spec.inputs
@@ -182,6 +184,15 @@ def _resized(spec) -> list[tuple]:
         if sizes:
             variants.append(joint)
     return variants
+
+
+def _edge_inputs(spec) -> list[tuple[str, tuple]]:
+    """The example at the smallest sizes (0, 1, 2), its own and a large size of each dynamic symbol."""
+    edges = []
+    for symbol, size in sorted(symbol_sizes(spec, spec.inputs).items()):
+        for new in (0, 1, 2, size, 2 * size + 3):
+            edges.append((f"{symbol}={new}", resized_inputs(spec.inputs, spec.params, spec.dynamic, symbol, new)))
+    return edges
 
 
 def region_loops(program) -> dict[str, str]:
@@ -420,7 +431,7 @@ def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_check(opts: ConvertOptions, st: ConversionResult) -> None:
-    st.check = check_package(st.workdir, st.spec, st.exploration, opts.check, opts.seed,
+    st.check = check_package(st.workdir, st.spec, st.exploration, opts.check, opts.seed, edges=_edge_inputs(st.spec),
                              progress=lambda done, total: st.progress("check", f"sample {done + 1} of {total}",
                                                                       done, total))
     write_report(st.workdir, st)

@@ -244,18 +244,16 @@ def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float,
 
 
 def _checked_resized_run(exp: Exploration, model, inputs: tuple, label: str, tol: float) -> None:
-    """A natural run at another size, which the model may refuse (`assert x.shape[0] <= 64`):
-    then the rewritten program must raise the same exception."""
+    """A natural run at another size, which the model may refuse (`assert x.shape[0] <= 64`, an
+    argmax over 0 rows): then the rewritten program must refuse it too."""
     try:
         with torch.no_grad():
             eager = model(*inputs)
     except Exception as refused:
         try:
             exp.run(inputs)
-        except type(refused) as raised:
-            if str(raised) == str(refused):
-                return
-            raise RewriteMismatch(f"{label}: the model raises {refused!r}, the rewritten program {raised!r}") from None
+        except Exception:
+            return
         raise RewriteMismatch(f"{label}: the model raises {refused!r}, the rewritten program does not")
     _checked_run(exp, model, inputs, label, tol, eager)
 

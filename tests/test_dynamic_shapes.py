@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ZOO
+from conftest import MODELS, ZOO
 
 DYNAMIC_ZOO = ["dynres_cnn", "batch_gated", "seq_classifier"]
 
@@ -48,3 +48,37 @@ def test_shape_decision_stays_in_the_host(converted):
     assert "shape" in classes and "value" in classes
     host = open(os.path.join(result.out, "host.py")).read()
     assert "if x.shape[-1] > 48:" in host
+
+
+def test_dynamic_batch_at_its_edges(converted):
+    import numpy as np
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "dynamic_edges.py"), check=6)
+    net = dycl.load(result.out)
+    gen = torch.Generator().manual_seed(3)
+    for batch in range(10):
+        x = torch.randn(batch, 6, generator=gen)
+        with torch.no_grad():
+            expected = result.spec.model(x).numpy()
+        got = net(x.numpy())
+        assert got.shape == expected.shape, batch
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_check_runs_the_edges_of_every_dynamic_dim(tmp_path):
+    from dycl.check import check_package
+    from dycl.convert import ConvertOptions, convert
+    from dycl.modelfile import load_model_file, resized_inputs
+
+    # A package converted for batch 4 only: the check must find it fails at the small sizes.
+    opts = ConvertOptions(os.path.join(MODELS, "dynamic_edges.py"), str(tmp_path / "fixed"), check=4)
+    opts.fixed_sizes = {"batch": 4}
+    result = convert(opts)
+    spec = load_model_file(os.path.join(MODELS, "dynamic_edges.py"))
+    edges = [(f"batch={b}", resized_inputs(spec.inputs, spec.params, spec.dynamic, "batch", b)) for b in (4, 1)]
+    check = check_package(result.out, spec, result.exploration, 4, edges=edges)
+    assert not check.passed
+    assert check.failure.startswith("at batch=1: ")
