@@ -146,6 +146,9 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
     table.add_row("regions", f"{info['regions']} ({info['artifacts']} compiled artifacts)")
     table.add_row("decisions", f"{d.get('value', 0)} value-, {d.get('shape', 0)} shape-, "
                                f"{d.get('execution', 0)} execution-determined; {d.get('static', 0)} static (folded)")
+    for d in info.get("observed_dynamic", []):
+        table.add_row("[yellow]dynamic dim[/]", f"{d['input']}:{d['axis']} = {d['symbol']}: the samples vary it "
+                                                f"({', '.join(map(str, d['sizes']))}) and DYNAMIC does not declare it")
     table.add_row("paths covered", f"{check['paths']} over {check['samples']} samples"
                                    f" (+{info['forced_runs']} forced runs)")
     for lp in info.get("loops", []):

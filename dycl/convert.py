@@ -24,7 +24,7 @@ from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
 from .explore import explore
 from .export import export_region, torch_region_info, verify_region
-from .modelfile import ModelFileError, load_model_file, resized_inputs
+from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
 from .outdir import check_output, make_workdir, replace_dir
 from .package import write_manifest, write_picture, write_report
 from .runtime.model import _sha256
@@ -77,6 +77,7 @@ class ConversionResult:
         self.fused: list[str] = []  # host code run as one graph, and why other code stayed in the host
         self.unfused: list[str] = []
         self.natural_inputs: list[tuple] = []
+        self.observed_dynamic: list[dict] = []  # input dims the samples varied, made dynamic (not declared)
         self.tuning: list[dict] = []  # MetaSchedule statistics per TVM region
         self.artifacts = 0
         self.compile_seconds: dict[str, float] = {}  # per artifact: its compiler's time (tuning included)
@@ -104,6 +105,8 @@ def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
     if unknown:
         raise ModelFileError(f"DYNAMIC names {', '.join(sorted(unknown))}, which forward does not take "
                              f"(its inputs: {', '.join(st.spec.params)})")
+    # Dims the samples vary become dynamic too, rather than failing the final check.
+    st.observed_dynamic = observe_dynamic(st.spec, st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed))
 
 
 def step_rewrite(opts: ConvertOptions, st: ConversionResult) -> None:

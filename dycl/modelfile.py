@@ -10,7 +10,7 @@ import sys
 import torch
 
 __all__ = ["ModelSpec", "load_model_file", "parse_input_flag", "parse_dynamic_flag", "resized_inputs",
-           "ModelFileError"]
+           "observe_dynamic", "ModelFileError"]
 
 
 class ModelFileError(Exception):
@@ -105,6 +105,32 @@ def resized_inputs(inputs: tuple, params: list[str], dynamic: dict, symbol: str,
                 value = value.index_select(axis, index)
         out.append(value)
     return tuple(out)
+
+
+def observe_dynamic(spec: ModelSpec, samples: list[tuple]) -> list[dict]:
+    """Make dynamic every input dim the samples vary that DYNAMIC does not declare.
+
+    Each such dim gets a symbol named after its input and axis (`x_dim2`),
+    added to `spec.dynamic`; returns what was added, with the sizes seen.
+    """
+    symbols = {sym for dims in spec.dynamic.values() for sym in dims.values()}
+    added = []
+    for k, name in enumerate(spec.params):
+        values = [inputs[k] for inputs in [spec.inputs] + list(samples) if k < len(inputs)]
+        if not values or not all(isinstance(v, torch.Tensor) and v.dim() == values[0].dim() for v in values):
+            continue
+        for axis in range(values[0].dim()):
+            sizes = sorted({v.shape[axis] for v in values})
+            if len(sizes) < 2 or axis in spec.dynamic.get(name, {}):
+                continue
+            symbol, n = f"{name}_dim{axis}", 1
+            while symbol in symbols:
+                n += 1
+                symbol = f"{name}_dim{axis}_{n}"
+            symbols.add(symbol)
+            spec.dynamic.setdefault(name, {})[axis] = symbol
+            added.append({"input": name, "axis": axis, "symbol": symbol, "sizes": sizes})
+    return added
 
 
 def load_model_file(path: str, model: str | None = None, inputs: list[str] | None = None,

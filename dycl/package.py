@@ -95,6 +95,7 @@ def summary(st) -> dict:
         "tuning": list(st.tuning),
         "fused": list(getattr(st, "fused", [])),
         "unfused": list(getattr(st, "unfused", [])),
+        "observed_dynamic": list(getattr(st, "observed_dynamic", [])),
         "check": st.check.as_dict() if st.check else None,
         "seconds": {k: round(v, 3) for k, v in st.timings.items()},
     }
@@ -139,6 +140,14 @@ def write_report(workdir: str, st) -> None:
                   "|---:|---:|---:|---:|---|",
                   f"| {c.samples} | {c.delta:.3g} | {c.eta} | {c.paths} | {'pass' if c.passed else 'FAIL: ' + c.failure} |",
                   ""]
+    if info["observed_dynamic"]:
+        lines += ["## Dynamic dims seen in the samples", "",
+                  "`sample_inputs()` varied these input dims, which `DYNAMIC` does not declare, so they were made "
+                  "dynamic (declare them to choose the names):", "",
+                  "| input | axis | symbol | sizes seen |", "|---|---:|---|---|"]
+        for d in info["observed_dynamic"]:
+            lines.append(f"| `{d['input']}` | {d['axis']} | `{d['symbol']}` | {', '.join(map(str, d['sizes']))} |")
+        lines.append("")
     if info["tuning"]:
         lines += ["## TVM tuning (MetaSchedule)", "",
                   "Kernels with static shapes are tuned; records are cached by kernel, so `cached` ones were "

@@ -82,3 +82,25 @@ def test_check_runs_the_edges_of_every_dynamic_dim(tmp_path):
     check = check_package(result.out, spec, result.exploration, 4, edges=edges)
     assert not check.passed
     assert check.failure.startswith("at batch=1: ")
+
+
+def test_dims_the_samples_vary_become_dynamic(converted):
+    """c_observed_dynamic declares no DYNAMIC, but its samples have lengths 16 and 32."""
+    import json
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "c_observed_dynamic.py"), check=20)
+    assert result.check.passed, result.check.failure
+    assert result.observed_dynamic == [{"input": "x", "axis": 2, "symbol": "x_dim2", "sizes": [16, 32]}]
+    manifest = json.load(open(os.path.join(result.out, "manifest.json")))
+    assert manifest["signature"][0]["shape"] == [1, 4, "x_dim2"]
+    report = open(os.path.join(result.out, "report.md")).read()
+    assert "| `x` | 2 | `x_dim2` | 16, 32 |" in report
+    net = dycl.load(result.out)
+    for length in (12, 20, 40):  # sizes no sample had, on both sides of the shape decision
+        for shift in (1.0, -1.0):
+            x = 0.3 * torch.randn(1, 4, length) + shift
+            with torch.no_grad():
+                expected = result.spec.model(x).numpy()
+            np.testing.assert_allclose(net(x.numpy()), expected, atol=1e-5)
