@@ -172,6 +172,7 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
     table.add_row("time", f"{seconds:.1f} s")
     table.add_row("package", out)
     console.print(table)
+    click.echo(f"digest: {info['digest']}  (check it with: dycl verify PACKAGE --digest DIGEST)")
 
 
 @main.command()
@@ -292,9 +293,13 @@ def run(package, seed, repeat) -> None:
     """Run PACKAGE on random inputs matching its signature (no torch needed)."""
     import numpy as np
 
-    from . import load
+    from .runtime import PackageError, load
 
-    net = load(package)
+    try:
+        net = load(package)
+    except PackageError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
     rng = np.random.default_rng(seed)
     for _ in range(repeat):
         args = []
@@ -307,6 +312,24 @@ def run(package, seed, repeat) -> None:
         out = net(*args)
         ms = (time.perf_counter() - start) * 1e3
         click.echo(f"{_brief(out)}  ({ms:.2f} ms)")
+
+
+@main.command()
+@click.argument("package", type=click.Path(exists=True, file_okay=False))
+@click.option("--digest", metavar="SHA256", help="The digest the package must have (as `dycl convert` printed it).")
+def verify(package, digest) -> None:
+    """Check PACKAGE: its manifest, that every path stays inside it, every file's hash, and its digest.
+
+    Runs nothing from the package and needs no backend.
+    """
+    from .runtime.verify import PackageError, verify_package
+
+    try:
+        _, actual, _ = verify_package(package, digest)
+    except PackageError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"{package}: ok, digest {actual}")
 
 
 def _brief(value) -> str:

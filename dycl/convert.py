@@ -27,7 +27,7 @@ from .export import export_region, torch_region_info, verify_region
 from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
 from .outdir import check_output, make_workdir, replace_dir
 from .package import write_manifest, write_picture, write_report
-from .runtime.model import _sha256
+from .runtime.verify import sha256_file
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS", "Progress"]
 
@@ -86,6 +86,7 @@ class ConversionResult:
         self.workdir = ""
         self.out = ""
         self.progress: Progress = _quiet
+        self.digest = ""  # the package digest: SHA-256 of manifest.json, which lists every file's SHA-256
 
 
 class StepFailed(Exception):
@@ -348,7 +349,7 @@ class _Artifacts:
 
     def _key(self, backend, onnx_path: str) -> tuple[str, str]:
         if onnx_path not in self.hashes:
-            self.hashes[onnx_path] = _sha256(onnx_path)
+            self.hashes[onnx_path] = sha256_file(onnx_path)
         return backend.name, self.hashes[onnx_path]
 
     def prepare(self, backend, regions: list[tuple[str, str]], processes: int) -> None:

@@ -5,7 +5,7 @@ import json
 import os
 
 from .picture import program_dot, tree_text
-from .runtime.model import _sha256
+from .runtime.verify import package_digest, sha256_file
 
 __all__ = ["write_manifest", "write_report", "write_picture", "summary", "signature"]
 
@@ -46,7 +46,7 @@ def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
             full = os.path.join(root, name)
             rel = os.path.relpath(full, workdir).replace(os.sep, "/")
             if rel not in ("manifest.json", "report.md", "report.json", "cfg.svg"):
-                files[rel] = _sha256(full)
+                files[rel] = sha256_file(full)
     manifest = {
         "format": 1,
         "dycl": version,
@@ -63,9 +63,10 @@ def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
         "regions": st.region_meta,
         "files": dict(sorted(files.items())),
     }
-    with open(os.path.join(workdir, "manifest.json"), "w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, indent=1)
-        fh.write("\n")
+    raw = (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
+    with open(os.path.join(workdir, "manifest.json"), "wb") as fh:
+        fh.write(raw)
+    st.digest = package_digest(raw)
 
 
 def summary(st) -> dict:
@@ -97,6 +98,7 @@ def summary(st) -> dict:
         "unfused": list(getattr(st, "unfused", [])),
         "observed_dynamic": list(getattr(st, "observed_dynamic", [])),
         "check": st.check.as_dict() if st.check else None,
+        "digest": st.digest,
         "seconds": {k: round(v, 3) for k, v in st.timings.items()},
     }
 

@@ -111,10 +111,10 @@ def test_modified_artifact_is_refused(converted, tmp_path, monkeypatch, suffix, 
     import shutil
 
     import dycl
-    from dycl.runtime import PackageError, model
+    from dycl.runtime import PackageError, verify
 
     if hasher == "openssl":
-        monkeypatch.setattr(model, "_BUILTIN_MAX_BYTES", 0)
+        monkeypatch.setattr(verify, "_BUILTIN_MAX_BYTES", 0)
     dycl.load(converted(IF_ELSE, check=5).out)  # verifies every hash
 
     pkg = tmp_path / "pkg"

@@ -1,8 +1,8 @@
 """`dycl.load`: verify a package, validate inputs, run its host program."""
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
-import json
 import os
 import types
 
@@ -10,6 +10,7 @@ import numpy as np
 
 from ..backends import get_backend
 from .region import RegionCallable
+from .verify import PackageError, artifact_paths, hasher, package_path, read_manifest, verify_package
 
 __all__ = ["load", "CompiledModel", "InputError", "PackageError"]
 
@@ -18,49 +19,32 @@ class InputError(ValueError):
     """An input does not match the signature the package was converted for."""
 
 
-class PackageError(RuntimeError):
-    """The package is incomplete, altered, or was made by an incompatible dycl."""
-
-
-def _sha256_builtin():
-    """CPython's own SHA-256, or None where it is missing."""
-    for module in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
-        try:
-            return __import__(module).sha256
-        except ImportError:
-            pass
-    return None
-
-
-# `hashlib` loads OpenSSL: 3.6 MB resident in every production process, for hashing a package's files
-# once at load. CPython's own SHA-256 is ten times slower (7.5 ms per MB here), so it hashes packages
-# up to this size and OpenSSL the larger ones.
-_BUILTIN_SHA256 = _sha256_builtin()
-_BUILTIN_MAX_BYTES = 32 << 20
-
-
-def _sha256(path: str, sha256=None) -> str:
-    h = (sha256 or _hasher([path]))()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _hasher(paths: list[str]):
-    if _BUILTIN_SHA256 is not None and sum(os.path.getsize(p) for p in paths) <= _BUILTIN_MAX_BYTES:
-        return _BUILTIN_SHA256
-    from hashlib import sha256
-
-    return sha256
-
-
-def _import_host(path: str) -> types.ModuleType:
-    name = f"dycl_host_{_hasher([])(os.path.abspath(path).encode()).hexdigest()[:12]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def _import_host(path: str, source: bytes | None = None) -> types.ModuleType:
+    """Import host.py from `source` (its verified bytes; read once if not given), never from a bytecode cache."""
+    if source is None:
+        with open(path, "rb") as fh:
+            source = fh.read()
+    name = f"dycl_host_{hasher([])(os.path.abspath(path).encode()).hexdigest()[:12]}"
+    loader = _VerifiedSource(name, path, source)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
+    loader.exec_module(module)
     return module
+
+
+class _VerifiedSource(importlib.machinery.SourceFileLoader):
+    """Loads a module from bytes already read (and verified): reads no `__pycache__`, writes none."""
+
+    def __init__(self, name: str, path: str, source: bytes):
+        super().__init__(name, path)
+        self.source = source
+
+    def path_stats(self, path):
+        raise OSError("no bytecode cache")  # so get_code neither reads nor writes one
+
+    def get_data(self, path):
+        if path != self.path:
+            raise OSError(f"{path}: only the verified source is read")
+        return self.source
 
 
 class _Regions:
@@ -73,8 +57,9 @@ class _Regions:
 class CompiledModel:
     """A converted model: call it with forward's positional inputs."""
 
-    def __init__(self, path: str, manifest: dict, host, regions: dict[str, RegionCallable]):
+    def __init__(self, path: str, manifest: dict, host, regions: dict[str, RegionCallable], digest: str | None = None):
         self.path, self.manifest = path, manifest
+        self.digest = digest  # the verified package digest (None when loaded with verify=False)
         self._forward = host.forward
         self.regions = _Regions(regions)
         self.signature = manifest["signature"]
@@ -82,17 +67,41 @@ class CompiledModel:
         # that fit, checked by one comparison.
         self._expect = [(np.dtype(p["dtype"]), tuple(p["shape"])) if p["kind"] == "array" else None
                         for p in self.signature]
+        # Python scalar inputs: (position, the types taken without a closer look)
+        self._scalars = [(k, _SCALAR_TYPES[p["kind"]]) for k, p in enumerate(self.signature)
+                         if p["kind"] in _SCALAR_TYPES]
         self._fitting: tuple | None = None
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, **named):
+        if named:
+            inputs = self._bind(inputs, named)
         if not self._accepts(inputs):
             inputs = self._validate(inputs)
         return self._forward(self.regions, *inputs)
+
+    def _bind(self, inputs: tuple, named: dict) -> tuple:
+        """Keyword inputs, by forward's parameter names, in their positions."""
+        names = [p["name"] for p in self.signature]
+        args = list(inputs) + [_MISSING] * (len(names) - len(inputs))
+        for key, value in named.items():
+            if key not in names:
+                raise InputError(f"unknown input '{key}'; the inputs are {', '.join(names)}")
+            k = names.index(key)
+            if k < len(inputs):
+                raise InputError(f"input '{key}' given twice (by position and by name)")
+            args[k] = value
+        missing = [n for n, a in zip(names, args) if a is _MISSING]
+        if missing:
+            raise InputError(f"missing input{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        return tuple(args)
 
     def _accepts(self, inputs) -> bool:
         """The common case, checked fast: C-contiguous numpy arrays of the expected dtypes and shapes."""
         if len(inputs) != len(self._expect):
             return False
+        for k, types in self._scalars:
+            if type(inputs[k]) not in types:
+                return False
         shapes = []
         for value, expect in zip(inputs, self._expect):
             if expect is None:
@@ -124,15 +133,22 @@ class CompiledModel:
             raise InputError(f"expected {len(params)} inputs ({names}), got {len(inputs)}")
         args, symbols = [], {}
         for value, param, expect in zip(inputs, params, self._expect):
+            if param["kind"] in _SCALAR_TYPES:
+                _check_scalar(value, param)
             args.append(value if expect is None else self._check(value, param, expect[0], symbols))
         return args
 
     def _check(self, value, param: dict, dtype, symbols: dict):
         name = param["name"]
+        expected = param["shape"]
         if type(value).__module__.startswith("torch"):
             value = value.detach().cpu().numpy()
-        value = np.asarray(value) if not isinstance(value, np.ndarray) else value
-        expected = param["shape"]
+        if not isinstance(value, np.ndarray):
+            given = type(value).__name__
+            value = np.asarray(value)
+            if value.dtype.kind in "OSUV":  # None, a string, ragged lists: not an array of numbers
+                raise InputError(f"input '{name}': expected a {param['dtype']} array of shape {_shape(expected)}, "
+                                 f"got {given}")
         hint = "reconvert with --dynamic {name}:{axis}=NAME to make it dynamic"
         if value.ndim != len(expected):
             raise InputError(f"input '{name}': expected rank {len(expected)} (shape {_shape(expected)}), "
@@ -155,38 +171,70 @@ class CompiledModel:
         return f"<dycl model {m['model']} ({len(m['regions'])} regions, {m['backend']}) from {self.path}>"
 
 
+_MISSING = object()
+# The Python types a scalar input of each kind is taken as without a closer look (see _check_scalar).
+_SCALAR_TYPES = {"int": frozenset({int}), "float": frozenset({float, int}), "bool": frozenset({bool}),
+                 "NoneType": frozenset({type(None)})}
+
+
+def _check_scalar(value, param: dict) -> None:
+    kind = param["kind"]
+    if kind == "NoneType":
+        ok = value is None
+    elif kind == "bool":
+        ok = isinstance(value, (bool, np.bool_))
+    else:
+        numbers = (int, np.integer) if kind == "int" else (int, float, np.integer, np.floating)
+        ok = isinstance(value, numbers) and not isinstance(value, (bool, np.bool_))
+    if not ok:
+        expected = "None" if kind == "NoneType" else f"a Python {kind}"
+        raise InputError(f"input '{param['name']}': expected {expected}, got {type(value).__name__} {value!r:.40}")
+
+
 def _shape(dims) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ")"
 
 
-def load(path: str, threads: int = 1, verify: bool = True) -> CompiledModel:
-    """Load a converted package; regions run with `threads` intra-op threads."""
-    manifest_path = os.path.join(path, "manifest.json")
-    if not os.path.exists(manifest_path):
-        raise PackageError(f"{path}: not a dycl package (no manifest.json)")
-    with open(manifest_path, encoding="utf-8") as fh:
-        manifest = json.load(fh)
-    if verify:
-        for rel in manifest["files"]:
-            if not os.path.exists(os.path.join(path, rel)):
-                raise PackageError(f"{path}: missing {rel}")
-        sha256 = _hasher([os.path.join(path, rel) for rel in manifest["files"]])
-        for rel, digest in manifest["files"].items():
-            if _sha256(os.path.join(path, rel), sha256) != digest:
-                raise PackageError(f"{path}: {rel} was modified after conversion (hash mismatch)")
+def load(path: str, threads: int = 1, verify: bool = True, digest: str | None = None) -> CompiledModel:
+    """Load a converted package; regions run with `threads` intra-op threads.
+
+    Loading runs the package's host.py, like importing a Python module: load only packages you trust.
+    `verify` checks every file against the manifest's hashes first (`verify=False` skips only that: paths
+    stay confined to the package and the manifest is still checked); `digest` (as printed by `dycl
+    convert` and `dycl verify`) pins the package, manifest included, and implies `verify`.
+    """
+    if verify or digest is not None:
+        manifest, actual, host_source = verify_package(path, digest)
+    else:
+        manifest, actual = read_manifest(path)[0], None
+        with open(package_path(path, "host.py"), "rb") as fh:
+            host_source = fh.read()
+    artifacts = artifact_paths(path, manifest)
     backends = {}
     loaded: dict[str, object] = {}
     regions = {}
     for meta in manifest["regions"]:
-        artifact = meta["artifact"]
+        artifact = meta.get("artifact")
         name = meta.get("backend", manifest["backend"])
         if name not in backends:
-            backends[name] = get_backend(name, threads=threads)
+            try:
+                backends[name] = get_backend(name, threads=threads)
+            except ValueError as exc:
+                raise PackageError(f"{path}: region {meta['name']}: {exc}") from None
             backends[name].check_target(manifest.get("target"))
         if artifact is None:
             loaded[artifact] = None
         elif artifact not in loaded:
-            loaded[artifact] = backends[name].load(os.path.join(path, artifact), path)
-        regions[meta["name"]] = RegionCallable(meta, loaded[artifact])
-    host = _import_host(os.path.join(path, "host.py"))
-    return CompiledModel(path, manifest, host, regions)
+            loaded[artifact] = backends[name].load(artifacts[artifact], path)
+        regions[meta["name"]] = _malformed(path, f"region {meta['name']}", RegionCallable, meta, loaded[artifact])
+    host = _import_host(os.path.join(path, "host.py"), host_source)
+    return _malformed(path, "signature", CompiledModel, path, manifest, host, regions, actual)
+
+
+def _malformed(path: str, what: str, build, *args):
+    """`build(*args)`, turning a malformed manifest entry into one PackageError line."""
+    try:
+        return build(*args)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise PackageError(f"{path}: manifest.json: the {what} entry is malformed ({type(exc).__name__}: {exc})") \
+            from None
