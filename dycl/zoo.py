@@ -9,21 +9,22 @@ version are unchanged is not converted again.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import multiprocessing
 import os
 import shutil
 import statistics
+import sys
 import time
 import traceback
 
 from . import __version__
 from .compile_pool import usable_cores
 from .outdir import check_zoo_output, clean_stale
+from .runtime.verify import sha256_file
 
-__all__ = ["ZooOptions", "model_files", "cache_key", "run_zoo", "convert_one"]
+__all__ = ["ZooOptions", "model_files", "cache_key", "local_sources", "run_zoo", "convert_one"]
 
 CACHE_FILE = "zoo-cache.json"
 
@@ -38,44 +39,27 @@ class ZooOptions:
 
 
 def model_files(folder: str) -> list[str]:
-    """Model files in `folder`: every .py that defines get_model (helpers start with `_`)."""
+    """Model files in `folder`: every .py that defines get_model (helpers start with `_`).
+
+    Files are read as bytes: one that is not UTF-8 or not valid Python is converted (and fails) like any other.
+    """
     found = []
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
         if name.endswith(".py") and not name.startswith("_") and os.path.isfile(path):
-            with open(path, encoding="utf-8") as fh:
-                if "def get_model" in fh.read():
+            with open(path, "rb") as fh:
+                if b"def get_model" in fh.read():
                     found.append(path)
     return found
 
 
-def _local_imports(path: str, seen: set[str]) -> None:
-    """`path` and the modules beside it that it imports, transitively."""
-    if path in seen or not os.path.exists(path):
-        return
-    seen.add(path)
-    folder = os.path.dirname(path)
-    with open(path, encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module]
-        for name in names:
-            candidate = os.path.join(folder, name.split(".")[0] + ".py")
-            _local_imports(candidate, seen)
-
-
 def cache_key(path: str, opts: ZooOptions) -> str:
-    """What a package depends on: sources, data files named after the model, options, dycl."""
-    files: set[str] = set()
-    _local_imports(os.path.abspath(path), files)
+    """What a package depends on besides the modules it imports: its file, data files named after the
+    model, options, dycl."""
     stem = os.path.splitext(os.path.basename(path))[0]
     folder = os.path.dirname(os.path.abspath(path))
-    files |= {os.path.join(folder, f) for f in os.listdir(folder)
-              if f.startswith(stem + ".") and not f.endswith(".py")}  # e.g. skipnet.pt
+    files = {os.path.abspath(path)} | {os.path.join(folder, f) for f in os.listdir(folder)
+                                       if f.startswith(stem + ".") and not f.endswith(".py")}  # e.g. skipnet.pt
     h = hashlib.sha256()
     h.update(json.dumps({"dycl": __version__, "backend": opts.backend, "check": opts.check}).encode())
     for f in sorted(files):
@@ -83,6 +67,60 @@ def cache_key(path: str, opts: ZooOptions) -> str:
         with open(f, "rb") as fh:
             h.update(fh.read())
     return h.hexdigest()
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} | set(site.getsitepackages())
+    dirs.add(site.getusersitepackages())
+    return tuple(os.path.realpath(d) + os.sep for d in dirs if d)
+
+
+def local_sources(skip: str) -> dict[str, str]:
+    """Every module file this process imported from outside the standard library and site-packages
+    (the model file, its helpers and their helpers, however imported), with its SHA-256.
+
+    Files under `skip` (the package being written) are left out.
+    """
+    libraries, skip = _library_dirs(), os.path.realpath(skip) + os.sep
+    found = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str):
+            continue
+        real = os.path.realpath(path)
+        if real not in found and not real.startswith(libraries + (skip,)) and os.path.isfile(real):
+            found[real] = sha256_file(real)
+    return dict(sorted(found.items()))
+
+
+def _sources_unchanged(sources: dict[str, str]) -> bool:
+    for path, digest in sources.items():
+        try:
+            if sha256_file(path) != digest:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _serve_cached(entry: dict | None, key: str, package: str) -> bool:
+    """Whether `entry` still describes this model: same key, the same imported sources, and (for a
+    converted model) a package that verifies, digest included."""
+    from .runtime.verify import PackageError, verify_package
+
+    if not entry or entry.get("key") != key or "sources" not in entry or not _sources_unchanged(entry["sources"]):
+        return False
+    if entry["row"]["status"] != "ok":
+        return True
+    try:
+        verify_package(package, entry["row"].get("digest") or "")
+    except (PackageError, OSError):
+        return False
+    return True
 
 
 def _latency(spec, package: str, n: int = 5, repeat: int = 10) -> tuple[float, float]:
@@ -128,7 +166,7 @@ def convert_one(path: str, out: str, backend: str, check: int, result_file: str,
         info = summary(result)
         row.update(regions=info["regions"], decisions=info["decisions"], paths=info["check"]["paths"],
                    delta=info["check"]["delta"], eta=info["check"]["eta"], loops=len(info["loops"]),
-                   fallbacks=len(info["fallbacks"]))
+                   fallbacks=len(info["fallbacks"]), digest=info["digest"])
         row["eager_ms"], row["dycl_ms"] = _latency(result.spec, out)
     except ConversionError as exc:
         row.update(status="unsupported", error=exc.format().splitlines()[0])
@@ -139,7 +177,7 @@ def convert_one(path: str, out: str, backend: str, check: int, result_file: str,
                    trace=traceback.format_exc(limit=3))
     row.setdefault("seconds", round(time.perf_counter() - start, 2))
     with open(result_file, "w", encoding="utf-8") as fh:
-        json.dump(row, fh)
+        json.dump({"row": row, "sources": local_sources(out)}, fh)
 
 
 def _load_cache(out: str) -> dict:
@@ -174,10 +212,8 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
         name = os.path.splitext(os.path.basename(path))[0]
         key = cache_key(path, opts)
         package = os.path.join(opts.out, name)
-        entry = cache.get(name)
-        converted = os.path.exists(os.path.join(package, "manifest.json"))
-        if not opts.force and entry and entry.get("key") == key and (converted or entry["row"]["status"] != "ok"):
-            rows[name] = dict(entry["row"], cached=True)
+        if not opts.force and _serve_cached(cache.get(name), key, package):
+            rows[name] = dict(cache[name]["row"], cached=True)
             if on_event:
                 on_event("cached", name, rows[name])
             continue
@@ -204,23 +240,11 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
                 elapsed = time.monotonic() - started
                 if proc.is_alive() and elapsed <= opts.timeout:
                     continue
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join()
-                    row = {"model": name, "status": "timeout", "seconds": round(elapsed, 1),
-                           "error": f"no result after {opts.timeout:g} s; the worker was stopped"}
-                else:
-                    proc.join()
-                    if os.path.exists(result_file):
-                        with open(result_file, encoding="utf-8") as fh:
-                            row = json.load(fh)
-                    else:
-                        row = {"model": name, "status": "crashed", "seconds": round(elapsed, 1),
-                               "error": f"the worker died (exit code {proc.exitcode})"}
+                row, sources = _result(name, proc, elapsed, result_file, opts.timeout)
                 del running[name]
                 rows[name] = row
-                if row["status"] in ("ok", "unsupported", "failed"):  # deterministic: the same next time
-                    cache[name] = {"key": key, "row": row}
+                if _deterministic(row):  # the same next time, unless a source changes
+                    cache[name] = {"key": key, "sources": sources, "row": row}
                 else:  # a timeout or crash may depend on the machine's load: try again next run
                     cache.pop(name, None)
                 _save_cache(opts.out, cache)
@@ -233,6 +257,28 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
         clean_stale(opts.out)
         shutil.rmtree(scratch, ignore_errors=True)
     return [rows[n] for n in sorted(rows)]
+
+
+def _result(name: str, proc, elapsed: float, result_file: str, timeout: float) -> tuple[dict, dict]:
+    """A finished (or overdue, then stopped) worker's row and the sources it imported."""
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        return {"model": name, "status": "timeout", "seconds": round(elapsed, 1),
+                "error": f"no result after {timeout:g} s; the worker was stopped"}, {}
+    proc.join()
+    if not os.path.exists(result_file):
+        return {"model": name, "status": "crashed", "seconds": round(elapsed, 1),
+                "error": f"the worker died (exit code {proc.exitcode})"}, {}
+    with open(result_file, encoding="utf-8") as fh:
+        result = json.load(fh)
+    return result["row"], result["sources"]
+
+
+def _deterministic(row: dict) -> bool:
+    """A row that converting again would give again: not a timeout or crash (they may depend on the machine's
+    load), nor a failure to load the model file (it may import a module that does not exist yet)."""
+    return row["status"] in ("ok", "unsupported") or (row["status"] == "failed" and not row["error"].startswith("load:"))
 
 
 def _decisions(row: dict) -> str:
