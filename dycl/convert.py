@@ -417,7 +417,11 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
         onnx_path = os.path.join(scratch, f"{meta['name']}.onnx")
         onnx.save(fusion.model, onnx_path)
         meta["artifact"] = f"regions/{meta['name']}{ort.suffix}"
-        ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
+        try:
+            ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
+        except Exception as exc:  # onnxruntime refuses the fused graph (INVALID_GRAPH): the host keeps the code
+            st.unfused.append(f"{where}: onnxruntime refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
+            continue
         why_not = try_fusion(trial, fusion, measure=opts.fuse == "measured")
         if why_not:
             st.unfused.append(f"{where}: {why_not}")

@@ -170,3 +170,48 @@ def test_host_expressions_compute_as_python_does(text):
         (got,) = session.run(None, {"a": np.array(a, np.int64), "b": np.array(b, np.int64)})
         want = eval(text, {}, {"a": a, "b": b})
         assert got.item() == want, (text, a, b, got, want)
+
+
+LOOP_OVER_BATCH = os.path.join(MODELS, "loop_over_batch.py")
+
+
+def test_loop_over_dynamic_batch_fuses_and_serves_every_size(converted):
+    import torch
+
+    result = converted(LOOP_OVER_BATCH, check=6)
+    net = dycl.load(result.out)
+    gen = torch.Generator().manual_seed(2)
+    for batch in range(7):
+        x = torch.randn(batch, 6, generator=gen)
+        with torch.no_grad():
+            expected = result.spec.model(x).numpy()
+        np.testing.assert_allclose(net(x.numpy()), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("failure", ["compile", "build"])
+def test_fusion_that_fails_leaves_the_code_in_the_host(tmp_path, monkeypatch, failure):
+    import dycl.fuse
+    from dycl.backends.onnxruntime import OnnxRuntimeBackend
+    from dycl.convert import ConvertOptions, convert
+
+    if failure == "compile":
+        compile_region = OnnxRuntimeBackend.compile
+
+        def compile_refusing_blocks(self, onnx_path, artifact_path):
+            if os.path.basename(onnx_path).startswith("block_"):
+                raise RuntimeError("[ONNXRuntimeError] : 10 : INVALID_GRAPH : a stand-in for a refused graph")
+            return compile_region(self, onnx_path, artifact_path)
+
+        monkeypatch.setattr(OnnxRuntimeBackend, "compile", compile_refusing_blocks)
+        reason = "onnxruntime refused the graph: [ONNXRuntimeError] : 10 : INVALID_GRAPH"
+    else:
+        def broken_build(*args, **kwargs):
+            raise IndexError("a stand-in for a bug in the graph builder")
+
+        monkeypatch.setattr(dycl.fuse, "_build", broken_build)
+        reason = "no graph built (IndexError: a stand-in for a bug in the graph builder)"
+    opts = ConvertOptions(LOOP_OVER_BATCH, str(tmp_path / "out"), check=4)
+    opts.fuse = "all"
+    result = convert(opts)
+    assert result.check.passed and not result.fused
+    assert any(reason in why for why in result.unfused), result.unfused

@@ -178,6 +178,10 @@ def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict]
             elif isinstance(exc.at, Loop):
                 work += _runs(exc.at.body, metas)
             continue
+        except Exception as exc:  # a bug in building the graph must never fail the conversion: host keeps it
+            reasons.append(f"{origin.func} {origin.lines}: no graph built ({type(exc).__name__}: "
+                           f"{(str(exc).strip().splitlines() or [''])[0]})")
+            continue
         fusions.append(Fusion(nodes, run, model, meta, block))
     return fusions, reasons
 
