@@ -246,7 +246,8 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
                                              region_loops=region_loops(st.program), resized=_resized(st.spec),
                                              symbols_of=lambda inp: symbol_sizes(st.spec, inp),
                                              on_run=lambda detail, done, total: st.progress("explore", detail,
-                                                                                            done, total))
+                                                                                            done, total),
+                                             loop_origins={lp.decision: lp.origin for lp in st.program.loops})
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -6,17 +6,35 @@ the rewrite against the original model before anything is exported.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
+
+from rewrite.diagnostics import ConversionError, Diagnostic, Location
 
 from ._torch_regions import flatten_torch
 from .runtime.spec import describe, flatten, unflatten
 
-__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch"]
+__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch", "EndlessLoop", "MAX_ITERATIONS",
+           "MAX_SECONDS"]
 
 
 class RewriteMismatch(Exception):
     """The rewritten program disagrees with the original model."""
+
+
+# One run of the rewritten program: at most this many iterations of one loop, and this long.
+MAX_ITERATIONS = 100_000
+MAX_SECONDS = 300.0
+
+
+class EndlessLoop(Exception):
+    """A loop of the rewritten program ran past the caps."""
+
+    def __init__(self, decision: str, why: str):
+        super().__init__(f"loop {decision} {why}")
+        self.decision, self.why = decision, why
 
 
 def to_numpy(value):
@@ -77,7 +95,17 @@ class _ExploringRegions:
         self._force = force
         self._symbols = symbols
         self._evaluations: dict[str, int] = {}
+        self._iterations: dict[str, int] = {}
+        self._deadline = time.monotonic() + MAX_SECONDS
         self.path: list[tuple[str, bool]] = []
+
+    def _count(self, decision: str) -> None:
+        """One more iteration of a loop: stop a run that loops for ever."""
+        count = self._iterations[decision] = self._iterations.get(decision, 0) + 1
+        if count > MAX_ITERATIONS:
+            raise EndlessLoop(decision, f"did not end after {MAX_ITERATIONS} iterations")
+        if time.monotonic() > self._deadline:
+            raise EndlessLoop(decision, f"was still running after {MAX_SECONDS:g} s")
 
     def decide(self, decision: str, dclass: str, value) -> bool:
         """An `if` or `while` test. Forcing: True/False for a value-determined `if`;
@@ -91,6 +119,8 @@ class _ExploringRegions:
             self._evaluations[decision] = count + 1
             taken = taken and count < forced
         self._explorer.classes[decision] = dclass
+        if dclass == "execution" and taken:
+            self._count(decision)
         self.path.append((decision, taken))
         if dclass == "execution" and taken and not self._force:
             self._explorer.loop_iterations[decision] = self._explorer.loop_iterations.get(decision, 0) + 1
@@ -103,6 +133,7 @@ class _ExploringRegions:
         for k, item in enumerate(iterable):
             if isinstance(forced, int) and not isinstance(forced, bool) and k >= forced:
                 break
+            self._count(decision)
             self.path.append((decision, True))
             if not self._force:
                 self._explorer.loop_iterations[decision] = self._explorer.loop_iterations.get(decision, 0) + 1
@@ -229,13 +260,34 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float, eager=None) -> tuple:
-    """A natural run of the rewritten program, compared with the original model (`eager`: its output)."""
-    if eager is None:
+def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float, may_refuse: bool = False):
+    """A natural run of the rewritten program, compared with the original model; its path.
+
+    The rewritten program runs first, with its loops capped, so that a loop that never ends is
+    reported instead of run for ever in the model. With `may_refuse` (an input at another size,
+    which the model may refuse: `assert x.shape[0] <= 64`, an argmax over 0 rows), both may raise
+    (then the path is None), but not only one of them.
+    """
+    try:
+        got, path = exp.run(inputs)
+    except EndlessLoop:
+        raise
+    except Exception as raised:
+        if not may_refuse:
+            raise
+        try:
+            with torch.no_grad():
+                model(*inputs)
+        except Exception:
+            return None
+        raise RewriteMismatch(f"{label}: the rewritten program raises {raised!r}, the model does not") from None
+    try:
         with torch.no_grad():
-            eager = model(*inputs)
-    expected = to_numpy(eager)
-    got, path = exp.run(inputs)
+            expected = to_numpy(model(*inputs))
+    except Exception as refused:
+        if not may_refuse:
+            raise
+        raise RewriteMismatch(f"{label}: the model raises {refused!r}, the rewritten program does not") from None
     err = compare(expected, got, f"{label}: output")
     if err > tol:
         raise RewriteMismatch(f"{label}: the rewritten program differs from the model by {err:.3g}")
@@ -243,25 +295,23 @@ def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float,
     return path
 
 
-def _checked_resized_run(exp: Exploration, model, inputs: tuple, label: str, tol: float) -> None:
-    """A natural run at another size, which the model may refuse (`assert x.shape[0] <= 64`, an
-    argmax over 0 rows): then the rewritten program must refuse it too."""
-    try:
-        with torch.no_grad():
-            eager = model(*inputs)
-    except Exception as refused:
-        try:
-            exp.run(inputs)
-        except Exception:
-            return
-        raise RewriteMismatch(f"{label}: the model raises {refused!r}, the rewritten program does not")
-    _checked_run(exp, model, inputs, label, tol, eager)
+def _endless(exc: "EndlessLoop", origins: dict, label: str) -> Exception:
+    origin = origins.get(exc.decision)
+    if origin is None:
+        return RewriteMismatch(f"{label}: loop {exc.decision} {exc.why}")
+    return ConversionError([Diagnostic(
+        "endless-loop", Location(origin.file, origin.first, origin.col), "loop that does not end",
+        f"exploration ran this loop on {label} and it {exc.why}; a package would hang the same way",
+        "make sure the loop's condition changes, or bound it (`for _ in range(max_steps):` with a `break`)")])
 
 
 def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
             region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None, symbols_of=None,
-            on_run=None):
+            on_run=None, loop_origins: dict | None = None):
     """Natural runs (checked against `model`), then forced runs until every arm is covered.
+
+    A loop that runs more than MAX_ITERATIONS times, or a run longer than MAX_SECONDS, stops
+    exploration: a diagnostic at the loop's origin (`loop_origins`: decision -> Origin).
 
     `resized` are inputs at other sizes of the declared dynamic dims: each is
     run naturally (and checked) and under every forcing used, so every region
@@ -275,18 +325,24 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     natural_paths = []
     reached_under: dict[str, tuple[int, dict]] = {}  # decision -> (input, forcing) that first reached it
     natural = len(inputs) + len(resized or [])
-    for k, inp in enumerate(inputs):
-        if on_run:
-            on_run(f"running sample {k + 1} of {len(inputs)}", k, natural)
-        path = _checked_run(exp, model, inp, f"sample {k}", tol)
-        natural_paths.append(path)
-        for d, _ in path:
-            reached_under.setdefault(d, (k, {}))
-    exp.paths = natural_paths
-    for k, inp in enumerate(resized or []):
-        if on_run:
-            on_run(f"running resized input {k + 1} of {len(resized)}", len(inputs) + k, natural)
-        _checked_resized_run(exp, model, inp, f"resized input {k}", tol)
+    label = ""
+    try:
+        for k, inp in enumerate(inputs):
+            if on_run:
+                on_run(f"running sample {k + 1} of {len(inputs)}", k, natural)
+            label = "the example" if k == 0 else f"sample {k}"
+            path = _checked_run(exp, model, inp, label, tol)
+            natural_paths.append(path)
+            for d, _ in path:
+                reached_under.setdefault(d, (k, {}))
+        exp.paths = natural_paths
+        for k, inp in enumerate(resized or []):
+            if on_run:
+                on_run(f"running resized input {k + 1} of {len(resized)}", len(inputs) + k, natural)
+            label = f"the example at another size ({k})"
+            _checked_run(exp, model, inp, label, tol, may_refuse=True)
+    except EndlessLoop as exc:
+        raise _endless(exc, loop_origins or {}, label) from None
     if on_run:
         on_run("forcing the decisions no sample took", natural, natural)
     exp.natural_arms = set(exp.arms)

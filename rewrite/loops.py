@@ -198,6 +198,11 @@ class LoopLowering:
             return False
         body = self._loop_body(node.body.body, frame)
         self._leave_loop(frame)
+        if self._truth(test, frame) and not _leaves(body, top=True):
+            self._error("endless-loop", frame.src, node, "loop that never ends",
+                        "the loop condition is always true and no `break`, `return` or `raise` in its body "
+                        "can be reached, so forward never returns",
+                        "add a reachable `break`, or bound the loop (`for _ in range(max_steps):`)")
         out.append(LoopNode("while", body, self.origin(frame, node.test), test=test))
         return False
 
@@ -233,3 +238,17 @@ class LoopLowering:
 
     def _calls_to_inline(self, expr, frame: Frame) -> bool:
         return any(self._inline_target(c, frame) is not None for c in find(expr, cst.Call))
+
+
+def _leaves(lowered: list, top: bool) -> bool:
+    """Can a lowered loop body leave the loop: a `break` of its own (`top`), forward's return or a raise?
+    (An inlined helper's `return` is a Jump: it leaves the helper only.)"""
+    for node in lowered:
+        if isinstance(node, Stmt) and (isinstance(node.node, (cst.Return, cst.Raise))
+                                       or top and isinstance(node.node, cst.Break)):
+            return True
+        if isinstance(node, IfNode) and (_leaves(node.body, top) or _leaves(node.orelse, top)):
+            return True
+        if isinstance(node, LoopNode) and _leaves(node.body, False):
+            return True
+    return False

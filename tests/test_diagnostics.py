@@ -79,3 +79,40 @@ def test_module_key_matching_no_key_is_reported(tmp_path, monkeypatch):
     assert text.startswith("dyn_index.py:12:16: error: module chosen by a run-time key that matches none of "
                            "the container's keys [dynamic-module]")
     assert "Hint: index with an int (`self.experts[k]`) or a key spelt `f\"name_{k}\"`" in text
+
+
+def test_while_true_without_a_reachable_break_is_reported(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    spec = load_model_file(os.path.join(MODELS, "endless_loop.py"))
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    assert info.value.format() == """\
+tests/models/endless_loop.py:14:9: error: loop that never ends [endless-loop]
+            while True:
+            ^
+  Explanation: the loop condition is always true and no `break`, `return` or `raise` in its body can be reached, \
+so forward never returns
+  Hint: add a reachable `break`, or bound the loop (`for _ in range(max_steps):`)
+
+1 error: the model cannot be converted as written."""
+
+
+def test_loop_that_does_not_end_stops_exploration_at_the_loop(monkeypatch, tmp_path):
+    import dycl.explore
+    from dycl.convert import ConvertOptions, convert
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(dycl.explore, "MAX_ITERATIONS", 1000)
+    opts = ConvertOptions(os.path.join(MODELS, "unending_loop.py"), str(tmp_path / "out"), check=2)
+    with pytest.raises(ConversionError) as info:
+        convert(opts)
+    assert info.value.format() == """\
+tests/models/unending_loop.py:9:15: error: loop that does not end [endless-loop]
+            while x.sum() > -1:
+                  ^
+  Explanation: exploration ran this loop on the example and it did not end after 1000 iterations; \
+a package would hang the same way
+  Hint: make sure the loop's condition changes, or bound it (`for _ in range(max_steps):` with a `break`)
+
+1 error: the model cannot be converted as written."""
+    assert os.listdir(tmp_path) == []
