@@ -60,12 +60,14 @@ def main() -> None:
               help="Stop tuning after this long (the regions left get the default schedules).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="TVM: regions compiled at once, each in its own process  [default: one per core]")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Stop the whole conversion after this long, leaving no output  [default: no limit]")
 def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, fuse, tune_trials,
-            tune_budget, jobs) -> None:
+            tune_budget, jobs, timeout) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
 
-    from .convert import ConvertOptions, StepFailed, convert as run_convert
+    from .convert import ConvertOptions, StepFailed, TimedOut, convert as run_convert
     from .modelfile import ModelFileError
     from .outdir import OutputError
     from .package import summary
@@ -78,6 +80,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     opts.target = target
     opts.fuse = fuse
     opts.jobs = jobs or opts.jobs
+    opts.timeout = timeout
     start = time.perf_counter()
     try:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -122,6 +125,10 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
             click.echo(exc.error.format(), err=True)
             sys.exit(2)
         click.echo(f"error: conversion failed in step '{exc.step}': {exc.error}", err=True)
+        click.echo("No output was written.", err=True)
+        sys.exit(1)
+    except TimedOut as exc:  # between steps
+        click.echo(f"error: conversion {exc}", err=True)
         click.echo("No output was written.", err=True)
         sys.exit(1)
     info = summary(result)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
+import threading
 import time
 from typing import Callable
 
@@ -25,11 +27,11 @@ from .dims import name_dims
 from .explore import explore
 from .export import export_region, torch_region_info, verify_region
 from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
-from .outdir import check_output, make_workdir, replace_dir
+from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .package import write_manifest, write_picture, write_report
 from .runtime.verify import sha256_file
 
-__all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "convert", "STEPS", "Progress"]
+__all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "TimedOut", "convert", "STEPS", "Progress"]
 
 # on_progress(step, detail, done, total): what a step is working on, e.g.
 # ("export", "region gate_L42 (forward L42-44)", 3, 12); the CLI draws it.
@@ -42,7 +44,7 @@ def _quiet(step: str, detail: str, done: int, total: int) -> None:
 
 class ConvertOptions:
     __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
-                 "target", "fuse", "tune", "jobs")
+                 "target", "fuse", "tune", "jobs", "timeout")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
@@ -56,6 +58,7 @@ class ConvertOptions:
         self.fuse = "measured"
         self.tune = None  # backends.tvm_tune.TuneSettings: MetaSchedule for TVM regions
         self.jobs = usable_cores()  # processes compiling regions at once, where the backend is slow to compile
+        self.timeout: float | None = None  # seconds the whole conversion may take (main thread only)
 
     def make_backend(self, name: str | None = None):
         name = name or self.backend
@@ -87,6 +90,15 @@ class ConversionResult:
         self.out = ""
         self.progress: Progress = _quiet
         self.digest = ""  # the package digest: SHA-256 of manifest.json, which lists every file's SHA-256
+
+
+class TimedOut(BaseException):
+    """The conversion ran past `ConvertOptions.timeout`. A BaseException, like KeyboardInterrupt, so that
+    the model's own `except Exception` cannot swallow it."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"stopped after {seconds:g} s (--timeout {seconds:g}); the model may loop forever "
+                         "(a `while True:` with no reachable break) or need a longer --timeout")
 
 
 class StepFailed(Exception):
@@ -480,9 +492,9 @@ def convert(opts: ConvertOptions, on_step: Callable[[str, str], None] | None = N
     st = ConversionResult()
     st.progress = on_progress or _quiet
     out = check_output(opts.out)
-    st.workdir = make_workdir(out)
+    st.workdir, created = make_workdir(out)
     try:
-        with _one_torch_thread():
+        with _one_torch_thread(), _deadline(opts.timeout):
             _run_steps(opts, st, on_step)
         replace_dir(st.workdir, out)
         st.out = out
@@ -490,6 +502,29 @@ def convert(opts: ConvertOptions, on_step: Callable[[str, str], None] | None = N
     finally:
         if os.path.exists(st.workdir):
             shutil.rmtree(st.workdir, ignore_errors=True)
+        if not st.out:
+            remove_created(out, created)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None):
+    """Raise TimedOut in this (the main) thread once `seconds` have passed."""
+    if not seconds:
+        yield
+        return
+    if threading.current_thread() is not threading.main_thread():
+        raise ValueError("a conversion timeout works only in the main thread")
+
+    def expire(signum, frame):
+        raise TimedOut(seconds)
+
+    before = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
 
 
 @contextlib.contextmanager
@@ -520,7 +555,7 @@ def _run_steps(opts: ConvertOptions, st: ConversionResult, on_step) -> None:
             step(opts, st)
         except (ConversionError, KeyboardInterrupt):
             raise
-        except Exception as exc:
+        except (Exception, TimedOut) as exc:
             raise StepFailed(name, exc) from exc
         st.timings[name] = time.perf_counter() - start
         if on_step:

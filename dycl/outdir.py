@@ -16,7 +16,8 @@ import re
 import shutil
 import tempfile
 
-__all__ = ["OutputError", "check_output", "check_zoo_output", "make_workdir", "replace_dir", "clean_stale",
+__all__ = ["OutputError", "check_output", "check_zoo_output", "make_workdir", "remove_created", "replace_dir",
+           "clean_stale",
            "PACKAGE_FILES"]
 
 # What a package folder may hold: the files dycl writes (and `__pycache__`, which loads by earlier dycl
@@ -97,15 +98,33 @@ def check_zoo_output(out: str) -> str:
     return path
 
 
-def make_workdir(out: str) -> str:
-    """A fresh temporary folder beside `out` (an absolute path), named for it and for this process."""
+def make_workdir(out: str) -> tuple[str, str | None]:
+    """A fresh temporary folder beside `out` (an absolute path), named for it and for this process, and
+    the outermost folder created for it (None: its parent existed), for `remove_created`."""
     parent = os.path.dirname(out)
+    created = None
+    probe = parent
+    while not os.path.exists(probe):
+        created, probe = probe, os.path.dirname(probe)
     try:
         os.makedirs(parent, exist_ok=True)
         clean_stale(parent)
-        return tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-{os.getpid()}-", dir=parent)
+        return tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.tmp-{os.getpid()}-", dir=parent), created
     except OSError as exc:
         raise OutputError(f"-o: cannot write in {exc.filename or parent}: {exc.strerror}") from None
+
+
+def remove_created(out: str, created: str | None) -> None:
+    """After a failed conversion, remove the folders `make_workdir` created for `out`, where still empty."""
+    folder = os.path.dirname(out)
+    while created and (folder == created or folder.startswith(created + os.sep)):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        if folder == created:
+            return
+        folder = os.path.dirname(folder)
 
 
 def _alive(pid: int) -> bool:

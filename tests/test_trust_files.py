@@ -184,3 +184,28 @@ def test_zoo_leaves_a_users_folder_in_its_output_alone(tmp_path):
     assert os.listdir(out / "m") == ["mine.txt"]
     row = json.loads((out / "report.json").read_text())["models"][0]
     assert row["status"] == "failed" and "m is not empty and is not a dycl package" in row["error"]
+
+
+SLEEPER = '''
+import time
+import torch
+
+
+def get_model():
+    time.sleep(600)
+
+
+def get_inputs():
+    return (torch.zeros(1),)
+'''
+
+
+def test_timeout_stops_the_conversion_and_leaves_nothing(tmp_path):
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    proc = dycl("convert", "sleeper.py", "-o", "build/pkg", "--timeout", "2", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-2:] == [
+        "error: conversion failed in step 'load': stopped after 2 s (--timeout 2); the model may loop forever "
+        "(a `while True:` with no reachable break) or need a longer --timeout",
+        "No output was written."]
+    assert os.listdir(tmp_path) == ["sleeper.py"]
