@@ -3,17 +3,21 @@
 A crash, hang (per-model timeout) or error in one model never stops the
 others. Each finished package is renamed into place whole, so an interrupted
 run leaves finished packages loadable and no partial one; stale temporary
-folders of killed workers are removed. A model whose source (its file, the
-local modules it imports, data files named after it), options and dycl
-version are unchanged is not converted again.
+folders of killed workers are removed. Workers die with the zoo, even when
+it is killed by SIGKILL; SIGTERM stops it like Ctrl-C. A model whose sources
+(its file, every local module its conversion imported, data files named after
+it), options and dycl version are unchanged, and whose package still
+verifies, is not converted again.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -149,8 +153,46 @@ def _latency(spec, package: str, n: int = 5, repeat: int = 10) -> tuple[float, f
     return statistics.median(eager) * 1e3, statistics.median(compiled) * 1e3
 
 
-def convert_one(path: str, out: str, backend: str, check: int, result_file: str, compile_jobs: int = 1) -> None:
-    """Worker: convert one model, compiling `compile_jobs` regions at once; write its row to `result_file`."""
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this worker when the zoo that started it dies, even by SIGKILL (Linux)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the zoo kills its workers when it stops normally
+        return
+    if os.getppid() != parent:  # the zoo died before the request took effect
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM stops the zoo like Ctrl-C does: workers are killed and temporary folders removed."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        before = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def convert_one(path: str, out: str, backend: str, check: int, result_file: str, compile_jobs: int = 1,
+                parent: int | None = None) -> None:
+    """Worker: convert one model, compiling `compile_jobs` regions at once; write its row to `result_file`.
+
+    With `parent` (the zoo's process id), the worker dies with that process.
+    """
+    if parent is not None:
+        _die_with_parent(parent)
     from rewrite import ConversionError
 
     from .convert import ConvertOptions, StepFailed, convert
@@ -205,7 +247,6 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
     os.makedirs(opts.out, exist_ok=True)
     clean_stale(opts.out)
     cache = _load_cache(opts.out)
-    ctx = multiprocessing.get_context("spawn")
     pending = []
     rows: dict[str, dict] = {}
     for path in model_files(opts.folder):
@@ -218,6 +259,14 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
                 on_event("cached", name, rows[name])
             continue
         pending.append((name, path, key, package))
+    with _sigterm_as_interrupt():
+        _run_workers(opts, pending, cache, rows, on_event)
+    return [rows[n] for n in sorted(rows)]
+
+
+def _run_workers(opts: ZooOptions, pending: list[tuple], cache: dict, rows: dict[str, dict], on_event) -> None:
+    """Convert the `pending` models, `opts.jobs` at a time, each in a worker that dies with this process."""
+    ctx = multiprocessing.get_context("spawn")
     running: dict[str, tuple] = {}
     scratch = os.path.join(opts.out, ".zoo-results")
     os.makedirs(scratch, exist_ok=True)
@@ -230,7 +279,7 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
                     os.remove(result_file)
                 compile_jobs = max(1, usable_cores() // max(1, opts.jobs))  # the cores, shared out
                 proc = ctx.Process(target=convert_one, args=(path, package, opts.backend, opts.check, result_file,
-                                                             compile_jobs), daemon=True)
+                                                             compile_jobs, os.getpid()), daemon=True)
                 proc.start()
                 running[name] = (proc, time.monotonic(), key, result_file)
                 if on_event:
@@ -256,7 +305,6 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
             proc.join()
         clean_stale(opts.out)
         shutil.rmtree(scratch, ignore_errors=True)
-    return [rows[n] for n in sorted(rows)]
 
 
 def _result(name: str, proc, elapsed: float, result_file: str, timeout: float) -> tuple[dict, dict]:
