@@ -13,6 +13,7 @@ import libcst as cst
 from torch import nn
 
 from .cfg import IfNode, Jump, Origin, Stmt
+from .checks import ExpressionChecks
 from .diagnostics import Diagnostic, Location
 from .dispatch import ModuleDispatch
 from .inline import Inlining
@@ -27,13 +28,14 @@ from .walk import find
 __all__ = ["PartialEvaluator"]
 
 
-class PartialEvaluator(LoopLowering, Inlining, ModuleDispatch):
+class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
         self.model = model
         self.names = names
         self.diagnostics: list[Diagnostic] = []
+        self.tensor_inputs: set[str] = set()  # forward's tensor parameters (see ExpressionChecks)
         self.static_decisions = 0
         self._renames: dict[object, dict[str, str]] = {}
         self.globals: dict = {}
@@ -209,6 +211,7 @@ class PartialEvaluator(LoopLowering, Inlining, ModuleDispatch):
             dispatched = self._dispatch_module(node, frame, out, line)
             if dispatched is not None:
                 return dispatched
+            self._check_mutation(node, frame)
         if isinstance(node, (cst.Break, cst.Continue)) and frame.loops and frame.loops[-1] == "host":
             out.append(Stmt(node, origin))
             return True
@@ -414,6 +417,7 @@ class PartialEvaluator(LoopLowering, Inlining, ModuleDispatch):
 
     def expression(self, expr, frame: Frame, out: list, line) -> cst.BaseExpression:
         """Fold `expr`; inline calls to model methods inside it into `out` first."""
+        self._check_expression(expr, frame)
         expr = self._inline_nested(expr, frame, out, line)
         self._check_module_indexing(expr, frame)
         return fold(expr, frame.scope)

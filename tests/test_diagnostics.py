@@ -116,3 +116,83 @@ a package would hang the same way
 
 1 error: the model cannot be converted as written."""
     assert os.listdir(tmp_path) == []
+
+
+# Constructs that needed Python inside a traced region, or state a package cannot keep: each was
+# an exit-1 crash in the exporter or a numeric mismatch before it was a diagnostic.
+RUNTIME_PYTHON = [
+    ("bad_comprehension", """\
+tests/models/bad_comprehension.py:15:37: error: comprehension filtered by a run-time value [comprehension-branch]
+            rows = [r * 2 for r in x if r.sum() > 0]
+                                        ^
+  Explanation: the filter runs in Python while the region is traced, so the graph would keep the elements chosen at export
+  Hint: write the loop out with an `if` statement, or mask with torch.where
+
+1 error: the model cannot be converted as written."""),
+    ("bad_lambda", """\
+tests/models/bad_lambda.py:15:32: error: lambda that branches on a run-time value [lambda-branch]
+            f = lambda t: t * 2 if t.sum() > 0 else t - 1
+                                   ^
+  Explanation: a lambda's body is traced into one graph, which keeps only the branch taken at export
+  Hint: write the branch as an `if` statement in forward (or in a method)
+
+1 error: the model cannot be converted as written."""),
+    ("bad_getattr", """\
+tests/models/bad_getattr.py:16:30: error: attribute of the model chosen by a run-time name [dynamic-attribute]
+            return getattr(self, name)(x)
+                                 ^
+  Explanation: each compiled region calls fixed modules; this name is only known at run time
+  Hint: choose with if/else (`y = self.a(x) if c else self.b(x)`)
+
+1 error: the model cannot be converted as written."""),
+    ("bad_numpy", """\
+tests/models/bad_numpy.py:15:16: error: tensor converted to a NumPy array in forward [numpy-in-forward]
+            return x.detach().numpy() * 2
+                   ^
+  Explanation: compiled regions compute tensors only; a NumPy array would be a constant of the graph
+  Hint: keep the computation in torch (`torch.*` ops on the tensor)
+
+1 error: the model cannot be converted as written."""),
+    ("bad_inplace", """\
+tests/models/bad_inplace.py:16:9: error: forward changes its input `x` in place [input-mutation]
+            x += 1
+            ^
+  Explanation: the package works on a copy of each input, so the caller would not see the change
+  Hint: compute into a new tensor (`x = x + ...`) instead
+
+tests/models/bad_inplace.py:17:9: error: forward changes its input `x` in place [input-mutation]
+            x[0] = 0
+            ^
+  Explanation: the package works on a copy of each input, so the caller would not see the change
+  Hint: compute into a new tensor (`x = x + ...`) instead
+
+tests/models/bad_inplace.py:18:9: error: forward updates the model's state in place [module-state]
+            self.count += 1
+            ^
+  Explanation: the compiled package has no mutable model state
+  Hint: keep the value in a local variable and return it
+
+tests/models/bad_inplace.py:19:9: error: forward updates the model's state in place [module-state]
+            self.count.add_(1)
+            ^
+  Explanation: the compiled package has no mutable model state
+  Hint: keep the value in a local variable and return it
+
+4 errors: the model cannot be converted as written."""),
+]
+
+
+@pytest.mark.parametrize("name,expected", RUNTIME_PYTHON, ids=[n for n, _ in RUNTIME_PYTHON])
+def test_runtime_python_in_regions_is_reported(monkeypatch, name, expected):
+    monkeypatch.chdir(ROOT)
+    spec = load_model_file(os.path.join(MODELS, f"{name}.py"))
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    assert info.value.format() == expected
+
+
+def test_runtime_python_exits_2_from_the_cli(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "dycl.cli", "convert", "tests/models/bad_lambda.py",
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2
+    assert RUNTIME_PYTHON[1][1] in proc.stderr

@@ -1,0 +1,25 @@
+"""A list comprehension filtered by a tensor condition."""
+
+import torch
+import torch.nn as nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+        self.register_buffer("count", torch.zeros(1))
+
+    def forward(self, x):
+        rows = [r * 2 for r in x if r.sum() > 0]
+        return torch.stack(rows + [x[0]])
+
+
+def get_model():
+    torch.manual_seed(0)
+    return M().eval()
+
+
+def get_inputs():
+    return (torch.randn(3, 4),)
