@@ -226,7 +226,11 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force) -> None:
             progress.console.print(f"  [{style}]{status:>20}[/] {name}: {detail}")
             progress.advance(task)
 
-        rows = run_zoo(opts, on_event)
+        try:
+            rows = run_zoo(opts, on_event)
+        except OutputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
     write_report(out, rows)
     table = Table(title=f"dycl zoo: {len(rows)} models in {time.perf_counter() - start:.1f} s", title_justify="left")
     for col in ("model", "status", "regions", "paths", "δ", "η", "convert s", "speed-up"):

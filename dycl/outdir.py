@@ -61,6 +61,11 @@ def _check_target(out: str, what: str) -> str:
         raise OutputError(f"{what}: {out} is a symbolic link; pass the folder itself")
     if os.path.exists(path) and not os.path.isdir(path):
         raise OutputError(f"{what}: {out} exists and is not a folder")
+    above = os.path.dirname(path)
+    while not os.path.exists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        raise OutputError(f"{what}: cannot write in {above}: it is a file, not a folder")
     return path
 
 

@@ -25,7 +25,7 @@ import traceback
 
 from . import __version__
 from .compile_pool import usable_cores
-from .outdir import check_zoo_output, clean_stale
+from .outdir import OutputError, check_zoo_output, clean_stale
 from .runtime.verify import sha256_file
 
 __all__ = ["ZooOptions", "model_files", "cache_key", "local_sources", "run_zoo", "convert_one"]
@@ -244,7 +244,11 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
     earlier zoo's output.
     """
     check_zoo_output(opts.out)
-    os.makedirs(opts.out, exist_ok=True)
+    try:
+        os.makedirs(opts.out, exist_ok=True)
+        _save_cache(opts.out, _load_cache(opts.out))  # fails now, not after converting, where OUT is read-only
+    except OSError as exc:
+        raise OutputError(f"zoo -o: cannot write in {exc.filename or opts.out}: {exc.strerror}") from None
     clean_stale(opts.out)
     cache = _load_cache(opts.out)
     pending = []

@@ -209,3 +209,26 @@ def test_timeout_stops_the_conversion_and_leaves_nothing(tmp_path):
         "(a `while True:` with no reachable break) or need a longer --timeout",
         "No output was written."]
     assert os.listdir(tmp_path) == ["sleeper.py"]
+
+
+@pytest.mark.parametrize("command", ["convert", "zoo"])
+def test_output_under_a_file_is_one_clear_line(project, command):
+    args = ("convert", "m.py") if command == "convert" else ("zoo", ".")
+    proc = dycl(*args, "-o", "notes.txt/out", "--check", "2", cwd=project)
+    assert proc.returncode == 2
+    what = "-o" if command == "convert" else "zoo -o"
+    assert f"error: {what}: cannot write in {project}/notes.txt: it is a file, not a folder" in proc.stderr.splitlines()
+    assert sorted(os.listdir(project)) == ["m.py", "notes.txt"]
+
+
+def test_unwritable_zoo_output_is_one_clear_line(tmp_path, monkeypatch):
+    from dycl import zoo
+    from dycl.outdir import OutputError
+
+    def refuse(out, cache):
+        raise PermissionError(13, "Permission denied", str(out))
+
+    monkeypatch.setattr(zoo, "_save_cache", refuse)
+    with pytest.raises(OutputError) as err:
+        zoo.run_zoo(zoo.ZooOptions(MODELS, str(tmp_path / "out")))
+    assert str(err.value) == f"zoo -o: cannot write in {tmp_path / 'out'}: Permission denied"
