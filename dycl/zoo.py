@@ -113,7 +113,8 @@ def _sources_unchanged(sources: dict[str, str]) -> bool:
 
 def _serve_cached(entry: dict | None, key: str, package: str) -> bool:
     """Whether `entry` still describes this model: same key, the same imported sources, and (for a
-    converted model) a package that verifies, digest included."""
+    converted model) a package that verifies, digest included, and was compiled for this machine."""
+    from .backends.tvm import TargetMismatch, TvmBackend
     from .runtime.verify import PackageError, verify_package
 
     if not entry or entry.get("key") != key or "sources" not in entry or not _sources_unchanged(entry["sources"]):
@@ -121,8 +122,10 @@ def _serve_cached(entry: dict | None, key: str, package: str) -> bool:
     if entry["row"]["status"] != "ok":
         return True
     try:
-        verify_package(package, entry["row"].get("digest") or "")
-    except (PackageError, OSError):
+        manifest = verify_package(package, entry["row"].get("digest") or "")[0]
+        if manifest.get("target"):  # TVM code for another CPU may not run here
+            TvmBackend().check_target(manifest["target"])
+    except (PackageError, OSError, TargetMismatch):
         return False
     return True
 

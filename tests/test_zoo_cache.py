@@ -98,3 +98,24 @@ def test_a_damaged_cached_package_is_converted_again(zoo, tmp_path, damage):
     assert proc.returncode == 0, proc.stderr
     assert not _rows(out)["m"].get("cached")
     dycl.load(str(package))
+
+
+def test_a_cached_package_for_another_cpu_is_not_served(converted, tmp_path):
+    import hashlib
+    import shutil
+
+    from conftest import ZOO
+    from dycl import zoo
+
+    package = tmp_path / "moe"
+    shutil.copytree(converted(os.path.join(ZOO, "moe.py"), backend="tvm", check=5).out, package)
+    manifest = json.loads((package / "manifest.json").read_text())
+    raw = (json.dumps(manifest, indent=1) + "\n").encode()
+    entry = {"key": "k", "sources": {}, "row": {"status": "ok", "digest": hashlib.sha256(raw).hexdigest()}}
+    (package / "manifest.json").write_bytes(raw)
+    assert zoo._serve_cached(entry, "k", str(package))
+    manifest["target"]["mcpu"] = "some-other-cpu"
+    raw = (json.dumps(manifest, indent=1) + "\n").encode()
+    (package / "manifest.json").write_bytes(raw)
+    entry["row"]["digest"] = hashlib.sha256(raw).hexdigest()  # a whole, verified package, from another machine
+    assert not zoo._serve_cached(entry, "k", str(package))
