@@ -9,7 +9,8 @@ then changes which branch the package takes.
 
 `repair` rewrites each such node into the node plus a NaN test on its input,
 so the graph computes torch's answer. The common case pays an `IsNaN` and a
-`Where` beside the op, on the op's input only.
+`Where` beside the op, on the op's input only; MaxPool, whose input is large,
+pays one sum over it, and computes the NaN mask only when the sum is NaN.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class _Emitter:
 
     def __init__(self, graph: onnx.GraphProto, opset: int):
         self.opset = opset
+        self.types: dict[str, int] = {}  # float values and their element types
         self.nodes: list[onnx.NodeProto] = []
         self.taken = {v for n in graph.node for v in (*n.input, *n.output)} | {i.name for i in graph.input} \
             | {i.name for i in graph.initializer}
@@ -59,6 +61,13 @@ class _Emitter:
         node = helper.make_node(op_type, inputs, [output], name=self.name(f"{op_type.lower()}_node"), **attrs)
         node.doc_string = _MARK
         self.nodes.append(node)
+
+    def collect(self, build) -> list[onnx.NodeProto]:
+        """The nodes `build()` emits, kept apart (a subgraph's body)."""
+        outer, self.nodes = self.nodes, []
+        build()
+        nodes, self.nodes = self.nodes, outer
+        return nodes
 
     def one(self, op_type: str, inputs: list[str], hint: str, **attrs) -> str:
         return self.op(op_type, inputs, hint, **attrs)[0]
@@ -113,14 +122,34 @@ def _axes(em: _Emitter, axes: list[int]) -> str:
 
 
 def _window(node, em: _Emitter) -> None:
-    # ReduceMax/Min, MaxPool: the same op over the NaN mask says which outputs saw a NaN.
+    # ReduceMax/Min: the same reduction over the NaN mask says which outputs saw a NaN.
     x, out = node.input[0], node.output[0]
     inner = em.name("reduce")
-    em.nodes.append(_rename(node, [inner, *node.output[1:]]))  # MaxPool's indices: as the backend gives them
+    em.nodes.append(_rename(node, [inner]))
+    em.finish("Where", [_saw_nan(node, em, x, "ReduceMax"), em.nan_like(inner), inner], out)
+
+
+def _saw_nan(node, em: _Emitter, x: str, op: str) -> str:
+    """Bool: which outputs of `node` (a reduction or pooling of x) have a NaN in their window."""
     _, mask = em.nan_mask(x)
-    op = "ReduceMax" if node.op_type in ("ReduceMax", "ReduceMin") else node.op_type
     seen = em.one(op, [mask, *node.input[1:]], "saw_nan", **_attrs(node))
-    em.finish("Where", [em.one("Cast", [seen], "saw_nan_b", to=TensorProto.BOOL), em.nan_like(inner), inner], out)
+    return em.one("Cast", [seen], "saw_nan_b", to=TensorProto.BOOL)
+
+
+def _pool(node, em: _Emitter) -> None:
+    # MaxPool reads a large tensor: a pooled NaN mask would cost as much again as the pool. One sum over
+    # x (NaN if x holds a NaN) guards it, so the common case pays that sum and an If only.
+    x, out = node.input[0], node.output[0]
+    inner = em.name("pool")
+    em.nodes.append(_rename(node, [inner, *node.output[1:]]))  # MaxPool's indices: as the backend gives them
+    total = em.one("ReduceSum", [x], "total", keepdims=0)
+    exact = em.collect(lambda: em.finish("Where", [_saw_nan(node, em, x, node.op_type), em.nan_like(inner), inner],
+                                         em.name("pool_nan")))
+    plain = em.collect(lambda: em.finish("Identity", [inner], em.name("pool_plain")))
+    branches = {key: helper.make_graph(nodes, em.name(key), [],
+                                       [helper.make_tensor_value_info(nodes[-1].output[0], em.types[x], None)])
+                for key, nodes in (("then_branch", exact), ("else_branch", plain))}
+    em.finish("If", [em.one("IsNaN", [total], "any_nan")], out, **branches)
 
 
 def _elementwise(node, em: _Emitter) -> None:
@@ -149,14 +178,14 @@ def _topk(node, em: _Emitter) -> None:
 
 
 _REPAIRS = {"ArgMax": _arg, "ArgMin": _arg, "ReduceMax": _window, "ReduceMin": _window,
-            "MaxPool": _window, "GlobalMaxPool": _window, "Max": _elementwise, "Min": _elementwise,
+            "MaxPool": _pool, "GlobalMaxPool": _pool, "Max": _elementwise, "Min": _elementwise,
             "Relu": _elementwise, "Clip": _elementwise, "TopK": _topk}
 
 
-def _float_values(model: onnx.ModelProto) -> set[str]:
-    inferred = onnx.shape_inference.infer_shapes(model)
-    graph = inferred.graph
-    return {v.name for v in (*graph.input, *graph.value_info, *graph.output)
+def _float_values(model: onnx.ModelProto) -> dict[str, int]:
+    """Float values of the graph, with their element types."""
+    graph = onnx.shape_inference.infer_shapes(model).graph
+    return {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.value_info, *graph.output)
             if v.type.tensor_type.elem_type in _FLOATS}
 
 
@@ -171,6 +200,7 @@ def repair(model: onnx.ModelProto, ops: frozenset) -> bool:
         return False
     floats = _float_values(model)
     em = _Emitter(graph, next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1))
+    em.types = floats
     changed = False
     for node in graph.node:
         if _wanted(node, ops) and node.input[0] in floats:
