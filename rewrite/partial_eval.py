@@ -258,7 +258,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch)
             hoisted = []
             value = self.expression(node.value, frame, hoisted, line)
             out.extend(hoisted)
-            out.append(Stmt(node.with_changes(value=value), origin))
+            if not _mutates_a_constant(value):
+                out.append(Stmt(node.with_changes(value=value), origin))
             return False
         if isinstance(node, cst.Assign):
             for t in node.targets:
@@ -439,3 +440,20 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch)
                             "select the module with if/elif on the value (`if k == 0: y = self.experts[0](x)`)")
             except Exception:
                 continue
+
+
+_MUTATORS = {"append", "extend", "insert", "remove", "clear", "update", "add", "discard"}
+_CONSTANTS = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.SimpleString, cst.Integer, cst.Float, cst.Name)
+
+
+def _mutates_a_constant(value: cst.BaseExpression) -> bool:
+    """`[].append(action)`: a statement that mutates a value folded to a constant, with plain arguments.
+
+    Bookkeeping on model attributes (`self.saved_actions.append(action)` in
+    SkipNet's gate policy) folds to this; the package has no model state to
+    mutate, and the statement has no other effect.
+    """
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in _MUTATORS and isinstance(value.func.value, (cst.List, cst.Dict, cst.Set))):
+        return False
+    return all(isinstance(a.value, _CONSTANTS) and a.star == "" for a in value.args)

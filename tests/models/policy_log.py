@@ -2,9 +2,11 @@
 
 One LSTM cell reads a pooled feature before each block and carries its state
 from block to block; the policy helper appends each action to
-``self.saved_actions`` (training bookkeeping nothing reads back) and returns
-the probability of running the block. The same helper lines run before every
-block, so the stretches of host code between the appends start on one line.
+``self.saved_actions`` (training bookkeeping nothing reads back), checks its
+state with an ``assert`` (a host check, which ends a stretch of code run as
+one graph) and returns the probability of running the block. The same helper
+lines run before every block, so the stretches of code after the checks
+start on one line.
 """
 
 import torch
@@ -27,6 +29,7 @@ class PolicyLog(nn.Module):
         prob = torch.sigmoid(self.proj(h))
         action = (prob > 0.5).float()
         self.saved_actions.append(action)
+        assert torch.all(h.abs() <= 1), "an LSTM state is within [-1, 1]"
         return prob, (h, c)
 
     def forward(self, x):
