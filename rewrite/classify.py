@@ -287,7 +287,8 @@ def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
 
 
 class _RegionForm(cst.CSTTransformer):
-    """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions."""
+    """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions; `len(x)` of a
+    tensor reads its shape."""
 
     def __init__(self, kinds: Kinds):
         super().__init__()
@@ -305,6 +306,11 @@ class _RegionForm(cst.CSTTransformer):
                 return _call(arg, "bool", [])
             dtype = "int64" if name == "int" else "float64"
             return _call(arg, "to", [cst.Arg(cst.Attribute(cst.Name("torch"), cst.Name(dtype)))])
+        if name == "len" and len(original.args) == 1 and isinstance(original.args[0].value, cst.Name) \
+                and self.kinds.get(original.args[0].value.value) == TENSOR:
+            # `len(x)` of a tensor is its first dim: as `x.shape[0]` tracing keeps it a shape, not a constant
+            shape = cst.Attribute(updated.args[0].value, cst.Name("shape"))
+            return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
         return updated
 
 
