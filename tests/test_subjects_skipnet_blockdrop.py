@@ -1,0 +1,70 @@
+"""The DyCL paper's own subjects, unmodified, through their own DyCL methods: SkipNet-38 with the
+recurrent gate (`ResNetRecurrentGateRL.adaptive_forward_compile`), SkipNet-38 with feed-forward gates
+(`ResNetFeedForwardSP.adaptive_forward_compile`) and BlockDrop-110 with its policy network
+(`MyFlatResNet32.adaptive_forward_compile`).
+
+The adapters in tests/subjects/ import the classes from ../shared/dycl-adnn
+and only build them (seeded weights; the residual branches' last batch-norm
+scale set small so 18-54 blocks stay near unit scale). Each must convert on
+onnxruntime and TVM and match the original on 50 samples taking many paths.
+"""
+import os
+
+import pytest
+
+from conftest import MODELS, ROOT
+
+SUBJECTS = os.path.join(ROOT, "tests", "subjects")
+# Distinct paths the natural inputs (example + 50 samples) take, measured: at least this many.
+PATHS = {"skipnet_rnn": 20, "skipnet_ff": 10, "blockdrop": 30}
+
+
+def _assert_matches(result, name):
+    check = result.check
+    assert check.passed, check.failure
+    assert check.samples == 50
+    assert check.eta == 0 and check.delta <= 1e-4
+    assert check.paths >= PATHS[name]
+    assert all(d.dclass == "value" for d in result.program.decisions)
+
+
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_subject_onnxruntime(converted, name):
+    _assert_matches(converted(os.path.join(SUBJECTS, f"{name}.py"), check=50), name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_subject_tvm(converted, name):
+    result = converted(os.path.join(SUBJECTS, f"{name}.py"), backend="tvm", check=50)
+    _assert_matches(result, name)
+    # TVM's ONNX front end has no LSTM, and no ConstantOfShape of a run-time shape (the recurrent gate's
+    # `torch.zeros([1, batch_size, hidden_dim])`): those regions run on onnxruntime, and say so.
+    left = {f.split(" ")[0]: f for f in result.fallbacks}
+    expected = set()
+    if name == "skipnet_rnn":
+        gates = {n for n in left if n.startswith("batch_size_L1220")}  # the policy: nn.LSTM, once per gate
+        assert len(gates) == 18 and all("LSTM" in left[n] for n in gates), left
+        expected = gates | {"x_L1386"}
+    assert set(left) == expected, f"{name}: regions left to onnxruntime: {result.fallbacks}"
+
+
+def test_policy_log_fused_blocks_get_their_own_graphs(converted):
+    result = converted(os.path.join(MODELS, "policy_log.py"), check=20)
+    assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4
+    gates = [d for d in result.program.decisions if "forward" in repr(d.origin)]
+    assert len(gates) == 4
+    for gate in gates:
+        arms = {taken for d, taken in result.exploration.natural_arms if d == gate.decision}
+        assert arms == {True, False}, f"gate {gate.decision} only went {arms}"
+    blocks = [m for m in result.region_meta if m["name"].startswith("block_")]
+    assert len(blocks) >= 2  # runs between the asserts, each starting on the policy helper's line
+    assert len({m["name"] for m in blocks}) == len(blocks)
+    assert len({m["artifact"] for m in blocks}) == len(blocks)
+
+
+def test_policy_log_bookkeeping_on_the_model_leaves_no_host_code(converted):
+    result = converted(os.path.join(MODELS, "policy_log.py"), check=20)
+    with open(os.path.join(result.out, "host.py"), encoding="utf-8") as fh:
+        host = fh.read()
+    assert ".append(" not in host
