@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .roll import dynamic_roll
+
 __all__ = ["Kinds", "analyze", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
 
 SHAPE_ATTRS = {"shape", "ndim"}
@@ -295,6 +297,9 @@ class _RegionForm(cst.CSTTransformer):
         self.kinds = kinds
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
+        rolled = dynamic_roll(updated)
+        if rolled is not None:
+            return rolled
         base, method = _method(original)
         if base is not None and method == "item" and not original.args:
             if analyze(base, self.kinds).vtype == TENSOR:
