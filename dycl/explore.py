@@ -270,7 +270,7 @@ def _checked_run(exp: Exploration, model, inputs: tuple, label: str, tol: float,
     """
     try:
         got, path = exp.run(inputs)
-    except EndlessLoop:
+    except (EndlessLoop, RewriteMismatch):
         raise
     except Exception as raised:
         if not may_refuse:

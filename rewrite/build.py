@@ -11,7 +11,7 @@ import re
 import libcst as cst
 
 from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
-from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, to_host, to_region
+from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
 from .names import Namespace
 from .staticeval import _bound_names, _target_names
 
@@ -181,6 +181,7 @@ class Builder:
             flush()
             out.append(HostStmt(node, stmt.origin))
             return
+        node = self._joins_to_host(node, kinds, out, stmt.origin)
         emit = self._emitter(kinds, pending, stmt.origin, "tmp")
 
         def host(new_node):
@@ -245,6 +246,32 @@ class Builder:
                 region()
             return
         region()
+
+    def _joins_to_host(self, node, kinds: Kinds, out: list, origin: Origin):
+        """`torch.stack(tokens).sum(0)`: the host joins the list (`np.stack`), the region gets one array.
+
+        A host list (whose length may differ between calls) cannot be a region input. The join reads
+        only the list, which host statements already built, so it goes before the pending region code.
+        """
+        value = getattr(node, "value", None)
+        names = self.names
+
+        class _Joins(cst.CSTTransformer):
+            def on_visit(self, n: cst.CSTNode) -> bool:  # not out of code that runs only sometimes
+                return not isinstance(n, (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp,
+                                          cst.DictComp, cst.GeneratorExp))
+
+            def leave_Call(self, original: cst.Call, updated: cst.Call):
+                if original is value or not list_join(original, kinds):
+                    return updated
+                name = names.fresh(f"joined_L{origin.first}")
+                out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], original), kinds), origin))
+                kinds.set(name, TENSOR)
+                return cst.Name(name)
+
+        if value is None or not isinstance(node, (cst.Assign, cst.AugAssign, cst.Expr, cst.Return)):
+            return node
+        return node.visit(_Joins())
 
     def _forget(self, node) -> None:
         """Names assigned again: no longer known to equal a tested value, nor to hold the shape

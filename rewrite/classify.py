@@ -12,7 +12,7 @@ import libcst as cst
 
 from .roll import dynamic_roll
 
-__all__ = ["Kinds", "analyze", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
+__all__ = ["Kinds", "analyze", "list_join", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
 
 SHAPE_ATTRS = {"shape", "ndim"}
 SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
@@ -89,7 +89,7 @@ def _constant_index(node, kinds: "Kinds") -> bool:
 _JOINS = {"stack": "stack", "cat": "concatenate", "concat": "concatenate"}
 
 
-def _list_join(node: cst.Call, kinds: "Kinds") -> bool:
+def list_join(node: cst.Call, kinds: "Kinds") -> bool:
     """`torch.stack(tokens, dim=1)` / `torch.cat(...)` of a host list: numpy joins it in the host."""
     func = node.func
     if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "torch"
@@ -139,7 +139,7 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
                 return Info(SCALAR, True, needs_hoist=not base.host)
         return Info(TENSOR, False)
     if isinstance(node, cst.Call):
-        if _list_join(node, kinds):
+        if list_join(node, kinds):
             return Info(TENSOR, True, value=True)
         base, method = _method(node)
         if base is not None:
@@ -327,7 +327,7 @@ class _HostForm(cst.CSTTransformer):
         self.kinds = kinds
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
-        if _list_join(original, self.kinds):
+        if list_join(original, self.kinds):
             tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                     whitespace_after=cst.SimpleWhitespace(""))
             args = [updated.args[0]] + [a.with_changes(keyword=cst.Name("axis"), equal=tight) for a in updated.args[1:]]
