@@ -87,10 +87,12 @@ class TvmBackend(Backend):
         from tvm.relax.frontend.onnx import from_onnx
 
         from ..torch_nan import TVM_ONLY, repair
+        from .lstm_lowering import lower_lstm
 
         target = _target(self.target_spec)
         model = onnx.load(onnx_path)
         repair(model, TVM_ONLY)  # TVM's max/min/relu/clip/topk drop NaN where torch keeps it
+        lower_lstm(model)  # TVM's ONNX front end has no LSTM
         mod = from_onnx(model, keep_params_in_input=False)
         if self.tune is not None and self.tune.trials > 0:
             from .tvm_tune import tune
