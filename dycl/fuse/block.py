@@ -367,19 +367,34 @@ def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: En
             copy.name = mapped(init.name)
             g.initializers.append(copy)
         for node in model.graph.node:
-            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
-                raise Unfusable(f"region {region.name} has control flow of its own")
             copy = onnx.NodeProto()
             copy.CopyFrom(node)
-            copy.name = f"{prefix}/{node.name}"
-            copy.input[:] = [mapped(n) for n in node.input]
-            copy.output[:] = [mapped(n) for n in node.output]
+            _rename_node(copy, prefix, mapped)
             g.add(copy)
         graph_outs = [Val(mapped(o.name), "array", o.type.tensor_type.elem_type) for o in model.graph.output]
     leaves = iter([graph_outs[leaf["index"]] if leaf["source"] == "graph" else args[leaf["index"]]
                    for leaf in meta["output_leaves"]])
     for out in meta["outputs"]:
         env[out["name"]] = _value_out(g, out["spec"], leaves)
+
+
+def _rename_node(node: onnx.NodeProto, prefix: str, mapped) -> None:
+    """Give `node` (in place) the fused graph's names, in the subgraphs it holds too (a region's own If).
+
+    One renaming of every name in the region's graph: the region's SSA names stay distinct, and a
+    subgraph's reads of the region's values follow them."""
+    node.name = f"{prefix}/{node.name}"
+    node.input[:] = [mapped(n) for n in node.input]
+    node.output[:] = [mapped(n) for n in node.output]
+    for attr in node.attribute:
+        for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else
+                    attr.graphs if attr.type == onnx.AttributeProto.GRAPHS else []):
+            for value in (*sub.input, *sub.output, *sub.value_info):
+                value.name = mapped(value.name)
+            for init in sub.initializer:
+                init.name = mapped(init.name)
+            for inner in sub.node:
+                _rename_node(inner, prefix, mapped)
 
 
 def _leaves_in(g: Graph, val, spec: dict, out: list, what: str) -> None:
