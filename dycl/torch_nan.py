@@ -33,9 +33,9 @@ _FLOATS = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorPro
 class _Emitter:
     """New nodes and fresh value names for one graph."""
 
-    def __init__(self, graph: onnx.GraphProto, opset: int):
+    def __init__(self, graph: onnx.GraphProto, opset: int, types: dict[str, int]):
         self.opset = opset
-        self.types: dict[str, int] = {}  # float values and their element types
+        self.types = types  # float values and their element types
         self.nodes: list[onnx.NodeProto] = []
         self.taken = {v for n in graph.node for v in (*n.input, *n.output)} | {i.name for i in graph.input} \
             | {i.name for i in graph.initializer}
@@ -199,8 +199,7 @@ def repair(model: onnx.ModelProto, ops: frozenset) -> bool:
     if not any(_wanted(n, ops) for n in graph.node):
         return False
     floats = _float_values(model)
-    em = _Emitter(graph, next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1))
-    em.types = floats
+    em = _Emitter(graph, next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1), floats)
     changed = False
     for node in graph.node:
         if _wanted(node, ops) and node.input[0] in floats:
