@@ -190,7 +190,7 @@ class Builder:
             self._forget(new_node)
 
         def region():
-            self._rematerialize(node, pending)
+            self._rematerialize(node, pending, kinds)
             pending.append(Stmt(substitute(to_region(node, kinds), self._known), stmt.origin))
             self._forget(node)
 
@@ -283,15 +283,15 @@ class Builder:
             self._shape_defs = {n: d for n, d in self._shape_defs.items()
                                 if n not in written and not written & set(reads_writes(d.node)[0])}
 
-    def _rematerialize(self, node, pending: list) -> None:
+    def _rematerialize(self, node, pending: list, kinds: Kinds) -> None:
         """Put the shape definitions `node` reads at the start of the region being built."""
         present = {n for s in pending for n in reads_writes(s.node)[1]}
         needed = [n for n in reads_writes(node)[0] if n in self._shape_defs and n not in present]
         for name in needed:
             definition = self._shape_defs[name]
-            self._rematerialize(definition.node, pending)
+            self._rematerialize(definition.node, pending, kinds)
             if name not in {n for s in pending for n in reads_writes(s.node)[1]}:
-                pending.insert(0, Stmt(definition.node, definition.origin, kind="remat"))
+                pending.insert(0, Stmt(to_region(definition.node, kinds), definition.origin, kind="remat"))
 
     @staticmethod
     def _is_tensor_target(target, kinds: Kinds) -> bool:

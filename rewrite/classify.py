@@ -311,8 +311,8 @@ class _RegionForm(cst.CSTTransformer):
                 return _call(arg, "bool", [])
             dtype = "int64" if name == "int" else "float64"
             return _call(arg, "to", [cst.Arg(cst.Attribute(cst.Name("torch"), cst.Name(dtype)))])
-        if name == "len" and len(original.args) == 1 and isinstance(original.args[0].value, cst.Name) \
-                and self.kinds.get(original.args[0].value.value) == TENSOR:
+        if name == "len" and len(original.args) == 1 and not original.args[0].star \
+                and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
             # `len(x)` of a tensor is its first dim: as `x.shape[0]` tracing keeps it a shape, not a constant
             shape = cst.Attribute(updated.args[0].value, cst.Name("shape"))
             return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])

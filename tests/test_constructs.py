@@ -136,3 +136,26 @@ def test_backend_auto_keeps_one_measured_artifact_per_region(converted):
     expected = {os.path.relpath(f, result.out) for a in artifacts for f in artifact_files(os.path.join(result.out, a))}
     assert expected >= artifacts
     assert sorted(os.listdir(os.path.join(result.out, "regions"))) == sorted(f.split("/")[1] for f in expected)
+
+
+def test_len_and_size_in_regions_follow_the_batch(converted):
+    """`len(x)` becomes a shape read in region code (rematerialized `n = len(x)` too), so the
+    package follows the dynamic batch; the static `len(seq)` stays a constant."""
+    import numpy as np
+    import torch
+
+    import dycl
+    from hostgen import regions_source
+
+    result = converted(os.path.join(MODELS, "c_len_size.py"), check=20)
+    assert result.check.passed, result.check.failure
+    source = regions_source(result.program)
+    assert "len(" not in source and "n = x.shape[0]" in source
+    net = dycl.load(result.out)
+    gen = torch.Generator().manual_seed(1)
+    for batch in (1, 5, 9):
+        for shift in (12.0, -12.0):
+            x, seq = torch.randn(batch, 6, generator=gen) + shift, torch.randn(7, 2, generator=gen)
+            with torch.no_grad():
+                expected = result.spec.model(x, seq).numpy()
+            np.testing.assert_allclose(net(x.numpy(), seq.numpy()), expected, rtol=1e-5, atol=1e-4)
