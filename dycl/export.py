@@ -10,6 +10,7 @@ where torch returns it are rewritten to torch's semantics (see torch_nan).
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -64,11 +65,11 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
         # torch's own nn.GRU/LSTM/RNN input checks compare sizes in Python while tracing; they are
         # shape checks on fixed dims, not decisions the trace would freeze.
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=r"torch\.nn\.modules\.rnn")
-        with torch.no_grad():
+        with torch.no_grad(), _without_fast_path():
             torch.onnx.export(wrapper, _fresh(example), path, dynamo=False, input_names=input_names,
                               output_names=output_names, dynamic_axes=_dim_names(record),
                               do_constant_folding=True)
-    frozen = frozen_values(caught, fn)
+    frozen = frozen_values([w for w in caught if not _attention_shape_check(w)], fn)
     if frozen:
         raise ExportError(f"region {record.name} ({origin}) turns a tensor into a Python value, which "
                           f"tracing would freeze into the graph: {frozen[0].message}")
@@ -79,6 +80,34 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
     feeds = [int(i.name[1:]) for i in graph.input]
     _check_dims(record, graph, origin)
     return {"graph_inputs": feeds, "graph_leaves": graph_leaves}
+
+
+@contextlib.contextmanager
+def _without_fast_path():
+    """nn.MultiheadAttention and nn.TransformerEncoder(Layer) in eval mode under no_grad take a fused
+    inference kernel (`aten::_native_multi_head_attention`, `aten::_transformer_encoder_layer_fwd`)
+    that ONNX has no form for; with the fast path off they trace as the ordinary ops they compute."""
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
+
+
+def _attention_shape_check(warning) -> bool:
+    """A tracer warning from torch's own `F.multi_head_attention_forward`: its shape assertions
+    (`if key.shape != value.shape: raise`) and its scale `1 / sqrt(float(head_dim))` read only dims
+    the weights fix, not values the trace would freeze."""
+    import inspect
+
+    from torch.nn import functional
+
+    if not str(warning.message).startswith(("Converting a tensor to a Python boolean",
+                                            "Converting a tensor to a Python float")):
+        return False
+    lines, first = inspect.getsourcelines(functional.multi_head_attention_forward)
+    return warning.filename == inspect.getsourcefile(functional) and first <= warning.lineno < first + len(lines)
 
 
 def _fresh(example: list) -> tuple:
