@@ -71,3 +71,22 @@ def test_policy_log_lstm_compiles_on_tvm(converted):
     assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4
     assert result.check.paths >= 4
     assert not result.fallbacks, result.fallbacks
+
+
+def test_region_with_control_flow_of_its_own_is_fused(converted):
+    import numpy as np
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "c_gated_maxpool.py"), check=20)
+    assert result.check.passed and result.check.paths == 2
+    assert not [u for u in result.unfused if "control flow of its own" in u], result.unfused
+    assert any("runs" in f for f in result.fused), result.unfused
+    x = torch.randn(1, 3, 8, 8) + 1.0
+    x[0, 1, 2, 3] = float("nan")  # the MaxPool's NaN guard takes its other arm inside the fused graph
+    with torch.no_grad():
+        expected = result.spec.model(x).numpy()
+    got = dycl.load(result.out)(x.numpy())
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(np.nan_to_num(got), np.nan_to_num(expected), atol=1e-5)
