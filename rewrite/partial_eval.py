@@ -16,6 +16,7 @@ from .cfg import IfNode, Jump, Origin, Stmt
 from .checks import ExpressionChecks
 from .diagnostics import Diagnostic, Location
 from .dispatch import ModuleDispatch
+from .higher_order import HigherOrderOps
 from .inline import Inlining
 from .jumps import Frame, as_tuple, binop_of
 from .loops import LoopLowering
@@ -28,7 +29,7 @@ from .walk import find
 __all__ = ["PartialEvaluator"]
 
 
-class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch):
+class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
@@ -88,7 +89,10 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch)
     def statement(self, stmt, frame: Frame, out: list) -> bool:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                if self.small(small, frame, out, stmt):
+                lowered = self.higher_order(small, frame, out, stmt)
+                if lowered is None:
+                    lowered = self.small(small, frame, out, stmt)
+                if lowered:
                     return True
             return False
         handler = getattr(self, f"visit_{type(stmt).__name__}", None)

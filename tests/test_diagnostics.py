@@ -4,6 +4,8 @@ import subprocess
 import sys
 
 import pytest
+import torch
+from torch._higher_order_ops import while_loop
 
 from conftest import MODELS, ROOT
 from dycl.modelfile import load_model_file
@@ -196,3 +198,28 @@ def test_runtime_python_exits_2_from_the_cli(tmp_path):
                            "-o", str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     assert RUNTIME_PYTHON[1][1] in proc.stderr
+
+
+class _UnreadableHigherOrder(torch.nn.Module):
+    def forward(self, x):
+        ops = (x,)
+        y = torch.cond(x.sum() > 0, self.double, self.double, ops)
+        n, z = while_loop(lambda h: h.sum() > 1, lambda i, h: (i + 1, h / 2), (torch.zeros(()), y))
+        return z
+
+    def double(self, x):
+        return x * 2
+
+
+def test_higher_order_ops_in_forms_dycl_cannot_read():
+    import inspect
+
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(_UnreadableHigherOrder(), (torch.ones(3),))
+    first = inspect.getsourcelines(_UnreadableHigherOrder.forward)[1]
+    assert [(d.kind, d.loc.line, d.loc.col) for d in info.value.diagnostics] == [
+        ("higher-order-op", first + 2, 12), ("higher-order-op", first + 3, 15)]
+    text = info.value.format()
+    assert "error: `cond` called in a form dycl cannot read [higher-order-op]" in text
+    assert "Hint: pass the branch functions and a tuple literal of operands, e.g. `(x, h)`" in text
+    assert "error: a lambda given to `while_loop` does not take its operands [higher-order-op]" in text
