@@ -305,6 +305,15 @@ def _endless(exc: "EndlessLoop", origins: dict, label: str) -> Exception:
         "make sure the loop's condition changes, or bound it (`for _ in range(max_steps):` with a `break`)")])
 
 
+def _path_forcing(path: tuple, classes: dict[str, str]) -> tuple:
+    """The value-determined decisions of a path that went one way only, as a forcing (hashable: sorted pairs)."""
+    arms: dict[str, set] = {}
+    for decision, taken in path:
+        if classes.get(decision) == "value":
+            arms.setdefault(decision, set()).add(taken)
+    return tuple(sorted((d, next(iter(a))) for d, a in arms.items() if len(a) == 1))
+
+
 def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
             region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None, symbols_of=None,
             on_run=None, loop_origins: dict | None = None):
@@ -388,6 +397,9 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
         for decision, (first, under) in sorted(reached_under.items()):
             if exp.classes.get(decision) == "value":
                 forcings.extend({**under, decision: v} for v in (True, False))
+        # and every path a sample took: a region behind two decisions (`else:` of an `elif`) needs both
+        # forced at once, or resized inputs may never reach it and its dims stay those of one size
+        forcings.extend(dict(f) for f in dict.fromkeys(_path_forcing(p, exp.classes) for p in natural_paths) if f)
     for force in forcings:
         for inp in resized or []:
             try:

@@ -22,3 +22,23 @@ def test_unrolled_loop_fuses_each_iteration_apart(converted):
         with torch.no_grad():
             expected = result.spec.model(x)[0].numpy()
         np.testing.assert_allclose(net(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_region_behind_two_decisions_gets_the_dynamic_dim(converted):
+    # Found by the fuzzer: the region after `elif ...: else:` was reached at one batch size only.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_elif_dims.py"), check=6)
+    net = dycl.load(result.out)
+    model = result.spec.model
+    arms = set()
+    for rows in (1, 3, 7):
+        for shift in (3.0, -3.0):  # sums far above zero (first arm) and far below (the last else)
+            x = torch.randn(rows, 4, generator=torch.Generator().manual_seed(rows)) + shift
+            with torch.no_grad():
+                arms.add(bool(model.layers[0](x).sum() > 0))
+                expected = model(x)[0].numpy()
+            np.testing.assert_allclose(net(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
+    assert arms == {True, False}
