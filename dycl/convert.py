@@ -16,7 +16,8 @@ import time
 from typing import Callable
 
 from hostgen import host_source, regions_source
-from rewrite import ConversionError, rewrite_model
+from rewrite import ConversionError, Diagnostic, rewrite_model
+from rewrite.diagnostics import Location
 
 from . import __version__
 from ._torch_regions import import_regions
@@ -148,9 +149,18 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
         _explore(opts, st)
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
-        names = ", ".join(f"{r.name} ({r.origin})" for r in unreached)
-        raise RuntimeError(f"no input reached region(s) {names}, even with every decision forced; "
-                           "add sample_inputs() that take those paths")
+        raise ConversionError(_unreached(unreached))
+
+
+def _unreached(regions) -> list[Diagnostic]:
+    """One diagnostic per source place of regions no run reached: without example inputs they cannot be exported."""
+    places = {(r.origin.file, r.origin.first, r.origin.col): r for r in regions}
+    return [Diagnostic("unreached-code", Location(*place), "no input reached this code, even with every decision forced",
+                       f"its region ({r.name}) is exported at the shapes seen when the model runs, and no sample input "
+                       "took the path to it; forcing each `.item()`/tensor decision both ways did not reach it either "
+                       "(decisions on shapes and on Python values cannot be forced)",
+                       "add sample_inputs() that take this path, or remove the code if it can never run")
+            for place, r in places.items()]
 
 
 def _fix_sizes(spec, sizes: dict[str, int]) -> None:

@@ -2,8 +2,31 @@
 import os
 
 import numpy as np
+import pytest
 
-from conftest import MODELS
+from conftest import MODELS, ROOT
+from dycl.convert import ConvertOptions, convert
+from rewrite import ConversionError
+
+
+def test_unreached_code_is_a_diagnostic(tmp_path, monkeypatch):
+    # Found by the fuzzer: a region no input reaches failed the conversion in step explore, with
+    # no diagnostic. It is refused like any unsupported construct, at the code's line.
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(ConversionError) as info:
+        convert(ConvertOptions(os.path.join(MODELS, "fuzz_unreached_loop.py"), str(tmp_path / "out"), check=4))
+    assert info.value.format() == """\
+tests/models/fuzz_unreached_loop.py:23:13: error: no input reached this code, even with every decision forced \
+[unreached-code]
+                h = torch.tanh(h)
+                ^
+  Explanation: its region (h_L23) is exported at the shapes seen when the model runs, and no sample input took \
+the path to it; forcing each `.item()`/tensor decision both ways did not reach it either (decisions on shapes and \
+on Python values cannot be forced)
+  Hint: add sample_inputs() that take this path, or remove the code if it can never run
+
+1 error: the model cannot be converted as written."""
+    assert not (tmp_path / "out").exists()
 
 
 def test_unrolled_loop_fuses_each_iteration_apart(converted):
