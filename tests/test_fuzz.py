@@ -1,5 +1,6 @@
 """The differential fuzzer (scripts/fuzz.py): a fixed slice of its programs, its comparison, its findings."""
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -7,6 +8,43 @@ import pytest
 from conftest import MODELS, ROOT
 from dycl.convert import ConvertOptions, convert
 from rewrite import ConversionError
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import fuzz  # noqa: E402
+
+
+def _report(run) -> str:
+    if not run.failure:
+        return run.summary()
+    with open(run.failure_file, encoding="utf-8") as fh:
+        return f"{run.summary()}\n{run.failure.kind}: {run.failure.detail}\n{fh.read()}"
+
+
+@pytest.mark.parametrize("backend, programs", [("onnxruntime", 100), ("tvm", 15)])
+def test_fuzz_slice(tmp_path, backend, programs):
+    # A fixed seed and no example database: the same programs every run. TVM takes 0.3-3 s per
+    # region to compile, so its slice is smaller; scripts/fuzz.py runs thousands (see README).
+    run = fuzz.fuzz(backend, programs, seed=0, out=str(tmp_path), avoid=frozenset(fuzz.KNOWN_BUGS))
+    assert run.failure is None, _report(run)
+    assert run.programs == programs
+    assert run.counts["mismatched"] == run.counts["crashed"] == 0
+    assert run.counts["matched"] >= programs // 2, run.summary()  # most programs convert
+
+
+def test_same_compares_nan_aware():
+    nan, inf = float("nan"), float("inf")
+    a = np.array([[nan, 1.0, inf]], np.float32)
+    assert fuzz.same(a, a.copy()) == ""
+    assert fuzz.same((a, 3, [True]), (a.copy(), 3, [True])) == ""
+    assert fuzz.same(nan, nan) == "" and fuzz.same(1.0, 1.0 + 1e-7) == ""
+    assert "NaN" in fuzz.same(a, np.array([[0.0, 1.0, inf]], np.float32))
+    assert "infinities" in fuzz.same(a, np.array([[nan, 1.0, -inf]], np.float32))
+    assert "differ" in fuzz.same(a, np.array([[nan, 1.1, inf]], np.float32))
+    assert fuzz.same(np.array([1, 2]), np.array([1, 3]))
+    assert fuzz.same(a, a.astype(np.float64))  # dtypes must agree
+    assert fuzz.same((a,), [a])  # and container types
+    assert fuzz.same({"n": 1}, {"n": True})  # and scalar types
+    assert fuzz.same(nan, 0.0)
 
 
 def test_unreached_code_is_a_diagnostic(tmp_path, monkeypatch):
