@@ -3,7 +3,8 @@
 torch propagates NaN through every comparison-based op: `argmax`/`argmin`
 return the first NaN's index, `max`/`amax`/`max_pool` return NaN where their
 window holds one, `maximum`/`relu`/`clamp` keep a NaN element, and `topk`/`sort`
-order NaN above +inf. onnxruntime skips NaN in ArgMax/ArgMin, ReduceMax/Min
+order NaN above +inf; and `mean` over no elements is NaN where onnxruntime's
+ReduceMean gives 0. onnxruntime skips NaN in ArgMax/ArgMin, ReduceMax/Min
 and MaxPool; TVM also drops it in Max/Min/Relu/Clip and TopK. A NaN in an input
 then changes which branch the package takes.
 
@@ -23,7 +24,7 @@ __all__ = ["repair", "COMMON", "TVM_ONLY"]
 
 # Ops that every backend gets wrong (repaired at export); those TVM alone gets wrong (repaired before TVM
 # compiles a graph). Nodes a repair writes are marked, so a graph is never repaired twice.
-COMMON = frozenset({"ArgMax", "ArgMin", "ReduceMax", "ReduceMin", "MaxPool", "GlobalMaxPool"})
+COMMON = frozenset({"ArgMax", "ArgMin", "ReduceMax", "ReduceMin", "MaxPool", "GlobalMaxPool", "ReduceMean"})
 TVM_ONLY = frozenset({"Max", "Min", "Relu", "Clip", "TopK"})
 _MARK = "dycl: torch NaN semantics"
 
@@ -165,6 +166,17 @@ def _elementwise(node, em: _Emitter) -> None:
         result = target
 
 
+def _mean(node, em: _Emitter) -> None:
+    # torch's mean over nothing is NaN (0/0); onnxruntime's ReduceMean gives 0. When x is empty every
+    # output element, if there is any, is a mean over nothing: one Size test, free in the common case.
+    x, (out,) = node.input[0], node.output
+    inner = em.name("mean")
+    em.nodes.append(_rename(node, [inner]))
+    zero = em.one("Constant", [], "zero", value=helper.make_tensor("v", TensorProto.INT64, [], [0]))
+    empty = em.one("Equal", [em.one("Size", [x], "size"), zero], "empty")
+    em.finish("Where", [empty, em.nan_like(inner), inner], out)
+
+
 def _topk(node, em: _Emitter) -> None:
     # torch ranks NaN above +inf (first when largest, last when not): rank it as +inf, gather the values
     # from x. Only a row holding both NaN and +inf can still order those two differently from torch.
@@ -179,7 +191,7 @@ def _topk(node, em: _Emitter) -> None:
 
 _REPAIRS = {"ArgMax": _arg, "ArgMin": _arg, "ReduceMax": _window, "ReduceMin": _window,
             "MaxPool": _pool, "GlobalMaxPool": _pool, "Max": _elementwise, "Min": _elementwise,
-            "Relu": _elementwise, "Clip": _elementwise, "TopK": _topk}
+            "Relu": _elementwise, "Clip": _elementwise, "TopK": _topk, "ReduceMean": _mean}
 
 
 def _float_values(model: onnx.ModelProto) -> dict[str, int]:

@@ -45,8 +45,6 @@ KINDS = ("matched", "diagnosed", "mismatched", "crashed")
 # What a default run does not draw, each for an open bug this fuzzer found (README, "Fuzzing"); the
 # shrunk programs are in the final report of the fuzzer's branch. Drop an entry once its bug is fixed.
 KNOWN_BUGS = {
-    "argmax": "onnxruntime's ArgMax skips NaN, torch.argmax returns its index",
-    "empty": "torch's mean of a zero-size tensor is NaN, onnxruntime's ReduceMean gives 0",
     "wide": "a region reached at one size of a dynamic dim only (behind `if h.shape[0] > 3:`) gets that "
             "size as a static dim, and the package fails on other sizes",
 }

@@ -103,3 +103,26 @@ def test_region_behind_two_decisions_gets_the_dynamic_dim(converted):
                 expected = model(x)[0].numpy()
             np.testing.assert_allclose(net(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
     assert arms == {True, False}
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "tvm"])
+def test_mean_of_an_empty_batch_is_nan(converted, backend):
+    # Found by the fuzzer: ReduceMean over no elements gave 0 where torch gives NaN.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_empty_mean.py"), backend=backend, check=6)
+    net = dycl.load(result.out)
+    model = result.spec.model
+    arms = set()
+    for rows, shift in ((0, 0.0), (2, 3.0), (2, -3.0), (5, 3.0)):
+        x = torch.randn(rows, 4, generator=torch.Generator().manual_seed(rows)) + shift
+        with torch.no_grad():
+            arms.add(bool(model.layers[0](x).mean() > 0))
+            expected = [t.numpy() for t in model(x)]
+        got = net(x.numpy())
+        for e, g in zip(expected, got):
+            assert fuzz.same(e, g) == "", (rows, shift)
+    assert arms == {True, False}
+    assert np.isnan(net(np.zeros((0, 4), np.float32))[1]).all()
