@@ -332,6 +332,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     if symbols_of is not None:
         exp.symbols_of = symbols_of
     natural_paths = []
+    seen_paths: list = []  # the paths of the resized inputs and of forced runs
     reached_under: dict[str, tuple[int, dict]] = {}  # decision -> (input, forcing) that first reached it
     natural = len(inputs) + len(resized or [])
     label = ""
@@ -349,7 +350,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
             if on_run:
                 on_run(f"running resized input {k + 1} of {len(resized)}", len(inputs) + k, natural)
             label = f"the example at another size ({k})"
-            _checked_run(exp, model, inp, label, tol, may_refuse=True)
+            seen_paths.append(_checked_run(exp, model, inp, label, tol, may_refuse=True))
     except EndlessLoop as exc:
         raise _endless(exc, loop_origins or {}, label) from None
     if on_run:
@@ -376,6 +377,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 forced_runs += 1
                 progress = True
                 forcings.append(force)
+                seen_paths.append(path)
                 for d, _ in path:
                     reached_under.setdefault(d, (k, force))
                 break
@@ -397,9 +399,10 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
         for decision, (first, under) in sorted(reached_under.items()):
             if exp.classes.get(decision) == "value":
                 forcings.extend({**under, decision: v} for v in (True, False))
-        # and every path a sample took: a region behind two decisions (`else:` of an `elif`) needs both
-        # forced at once, or resized inputs may never reach it and its dims stay those of one size
-        forcings.extend(dict(f) for f in dict.fromkeys(_path_forcing(p, exp.classes) for p in natural_paths) if f)
+        # and every path seen: a region behind two decisions (`else:` of an `elif`) needs both forced
+        # at once, or the other sizes may never reach it and its dims stay those of one size
+        paths = natural_paths + [p for p in seen_paths if p is not None]  # None: an input the model refused
+        forcings.extend(dict(f) for f in dict.fromkeys(_path_forcing(p, exp.classes) for p in paths) if f)
     for force in forcings:
         for inp in resized or []:
             try:

@@ -126,3 +126,23 @@ def test_mean_of_an_empty_batch_is_nan(converted, backend):
             assert fuzz.same(e, g) == "", (rows, shift)
     assert arms == {True, False}
     assert np.isnan(net(np.zeros((0, 4), np.float32))[1]).all()
+
+
+def test_arm_only_an_empty_batch_takes_gets_every_size(converted):
+    # Found by the fuzzer: that arm's region was exported for 0 rows only, and wrongly (the conversion failed).
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_empty_only_arm.py"), check=6)
+    net = dycl.load(result.out)
+    model = result.spec.model
+    arms = set()
+    for rows, shift in ((0, 0.0), (3, 3.0), (3, -3.0), (2, 0.0)):
+        x = torch.randn(rows, 4, generator=torch.Generator().manual_seed(rows)) + shift
+        with torch.no_grad():
+            h = model.layers[0](x)
+            arms.add("if" if h.sum() > 0 else "elif" if (h > 0).all() else "else")
+            expected = [v.numpy() if isinstance(v, torch.Tensor) else v for v in model(x)]
+        assert fuzz.same(tuple(expected), net(x.numpy())) == "", (rows, shift)
+    assert arms == {"if", "elif", "else"}
