@@ -146,3 +146,24 @@ def test_arm_only_an_empty_batch_takes_gets_every_size(converted):
             expected = [v.numpy() if isinstance(v, torch.Tensor) else v for v in model(x)]
         assert fuzz.same(tuple(expected), net(x.numpy())) == "", (rows, shift)
     assert arms == {"if", "elif", "else"}
+
+
+def test_fused_stretch_that_computes_nothing_stays_in_the_host(converted):
+    # Found by the fuzzer: a fused graph without outputs, which onnxruntime cannot run.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_fused_dead_store.py"), check=6)
+    net = dycl.load(result.out)
+    model = result.spec.model
+    gen = torch.Generator().manual_seed(1)
+    arms = set()
+    for _ in range(200):
+        x = torch.randn(1, 4, generator=gen) * 3
+        with torch.no_grad():
+            h = model.layers[0](x)
+            arms.add((bool(h.sum() > 0), bool(h.sum() > 0 and model.layers[0](h).sum() > 0)))
+            expected = model(x)["head"].numpy()
+        np.testing.assert_allclose(net(x.numpy())["head"], expected, rtol=1e-4, atol=1e-5)
+    assert arms == {(False, False), (True, True), (True, False)}

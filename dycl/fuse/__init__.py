@@ -61,6 +61,8 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
         vals = [env[n] for n in live]
     vals = vals + list(ctx.scans.values())
     out_leaves = [leaf for v in vals for leaf in v.leaves()]
+    if not out_leaves:  # onnxruntime runs no graph without outputs (dead stores leave such runs)
+        raise Unfusable("nothing after it reads what it computes")
     outs = [graph.op("Identity", [v.name]) for v in out_leaves]
     inputs = list(ctx.inputs.items())
     in_leaves = [leaf for _, v in inputs for leaf in v.leaves()]
