@@ -16,6 +16,13 @@ def _targets(names: list[str]) -> cst.BaseAssignTargetExpression:
     return cst.Tuple([cst.Element(cst.Name(n)) for n in names], lpar=[], rpar=[])
 
 
+def _negated(test: cst.BaseExpression) -> cst.UnaryOperation:
+    """`not (test)`: parenthesised where `not` would bind tighter than the test (`not a and b`)."""
+    if isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.NamedExpr, cst.Lambda)) and not test.lpar:
+        test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.UnaryOperation(cst.Not(), test)
+
+
 class _HostEmitter:
     """One emitter per host-tree node kind.
 
@@ -47,7 +54,7 @@ class _HostEmitter:
             f"# decision {node.decision}: {node.dclass}-determined ({node.origin.func} {node.origin.lines})"))
         test, body, orelse_nodes = node.test, node.body, node.orelse
         if not body and orelse_nodes and not self.instrument:  # `if c: pass else: ...` reads as `if not c:`
-            test, body, orelse_nodes = cst.UnaryOperation(cst.Not(), test), orelse_nodes, []
+            test, body, orelse_nodes = _negated(test), orelse_nodes, []
         if self.instrument:
             test = self._decide(node.decision, node.dclass, test)
         if len(orelse_nodes) == 1 and isinstance(orelse_nodes[0], If):

@@ -220,8 +220,9 @@ class _Bug(Exception):
 
 
 def fuzz(backend: str, n: int, seed: int, out: str, check: int = 6, fuse: str = "all", timeout: float = 120.0,
-         avoid: frozenset = frozenset(), progress=None) -> FuzzRun:
-    """Convert `n` programs drawn with `seed`; stop at the first mismatch or crash and shrink it."""
+         avoid: frozenset = frozenset(), progress=None, shrink: bool = True) -> FuzzRun:
+    """Convert `n` programs drawn with `seed`; stop at the first mismatch or crash and shrink it
+    (which may take minutes: without `shrink` the failing program is kept as drawn)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
@@ -236,7 +237,8 @@ def fuzz(backend: str, n: int, seed: int, out: str, check: int = 6, fuse: str = 
 
     @hypothesis_seed(seed)
     @settings(max_examples=n, database=None, deadline=None, derandomize=False, print_blob=False,
-              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+              phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+              suppress_health_check=list(HealthCheck))
     @given(programs(avoid))
     def one(program):
         source = render(program)
