@@ -4,7 +4,8 @@ torch propagates NaN through every comparison-based op: `argmax`/`argmin`
 return the first NaN's index, `max`/`amax`/`max_pool` return NaN where their
 window holds one, `maximum`/`relu`/`clamp` keep a NaN element, and `topk`/`sort`
 order NaN above +inf; and `mean` over no elements is NaN where onnxruntime's
-ReduceMean gives 0. onnxruntime skips NaN in ArgMax/ArgMin, ReduceMax/Min
+ReduceMean gives 0 (TVM's ReduceSum and the like even leave such outputs
+uninitialised). onnxruntime skips NaN in ArgMax/ArgMin, ReduceMax/Min
 and MaxPool; TVM also drops it in Max/Min/Relu/Clip and TopK. A NaN in an input
 then changes which branch the package takes.
 
@@ -25,7 +26,8 @@ __all__ = ["repair", "COMMON", "TVM_ONLY"]
 # Ops that every backend gets wrong (repaired at export); those TVM alone gets wrong (repaired before TVM
 # compiles a graph). Nodes a repair writes are marked, so a graph is never repaired twice.
 COMMON = frozenset({"ArgMax", "ArgMin", "ReduceMax", "ReduceMin", "MaxPool", "GlobalMaxPool", "ReduceMean"})
-TVM_ONLY = frozenset({"Max", "Min", "Relu", "Clip", "TopK"})
+TVM_ONLY = frozenset({"Max", "Min", "Relu", "Clip", "TopK", "ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+                      "ReduceProd", "ReduceLogSumExp"})
 _MARK = "dycl: torch NaN semantics"
 
 _FLOATS = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
@@ -166,15 +168,21 @@ def _elementwise(node, em: _Emitter) -> None:
         result = target
 
 
-def _mean(node, em: _Emitter) -> None:
-    # torch's mean over nothing is NaN (0/0); onnxruntime's ReduceMean gives 0. When x is empty every
-    # output element, if there is any, is a mean over nothing: one Size test, free in the common case.
+def _over_nothing(node, em: _Emitter, value: float) -> None:
+    # A reduction over no elements: torch's mean is NaN (0/0), onnxruntime's ReduceMean gives 0; TVM's
+    # ReduceSum and the like leave their output uninitialised. When x is empty every output element,
+    # if there is any, reduces nothing: one Size test, free in the common case.
     x, (out,) = node.input[0], node.output
-    inner = em.name("mean")
+    inner = em.name("reduce")
     em.nodes.append(_rename(node, [inner]))
     zero = em.one("Constant", [], "zero", value=helper.make_tensor("v", TensorProto.INT64, [], [0]))
     empty = em.one("Equal", [em.one("Size", [x], "size"), zero], "empty")
-    em.finish("Where", [empty, em.nan_like(inner), inner], out)
+    identity = em.one("Constant", [], "identity", value=helper.make_tensor("v", TensorProto.FLOAT, [], [value]))
+    em.finish("Where", [empty, em.one("CastLike", [identity, inner], "identity"), inner], out)
+
+
+_IDENTITY = {"ReduceMean": math.nan, "ReduceSum": 0.0, "ReduceSumSquare": 0.0, "ReduceL1": 0.0, "ReduceL2": 0.0,
+             "ReduceProd": 1.0, "ReduceLogSumExp": -math.inf}
 
 
 def _topk(node, em: _Emitter) -> None:
@@ -191,7 +199,8 @@ def _topk(node, em: _Emitter) -> None:
 
 _REPAIRS = {"ArgMax": _arg, "ArgMin": _arg, "ReduceMax": _window, "ReduceMin": _window,
             "MaxPool": _pool, "GlobalMaxPool": _pool, "Max": _elementwise, "Min": _elementwise,
-            "Relu": _elementwise, "Clip": _elementwise, "TopK": _topk, "ReduceMean": _mean}
+            "Relu": _elementwise, "Clip": _elementwise, "TopK": _topk,
+            **{op: (lambda node, em: _over_nothing(node, em, _IDENTITY[node.op_type])) for op in _IDENTITY}}
 
 
 def _float_values(model: onnx.ModelProto) -> dict[str, int]:
@@ -214,7 +223,7 @@ def repair(model: onnx.ModelProto, ops: frozenset) -> bool:
     em = _Emitter(graph, next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1), floats)
     changed = False
     for node in graph.node:
-        if _wanted(node, ops) and node.input[0] in floats:
+        if _wanted(node, ops) and (node.input[0] in floats or node.op_type in _IDENTITY):  # any sum of nothing
             _REPAIRS[node.op_type](node, em)
             changed = True
         else:

@@ -189,3 +189,51 @@ def test_negated_and_keeps_its_parentheses(converted):
             expected = tuple(v.numpy() if isinstance(v, torch.Tensor) else v for v in model(x))
         assert fuzz.same(expected, net(x.numpy())) == "", x
     assert arms == {(False, False), (False, True), (True, False), (True, True)}
+
+
+@pytest.mark.parametrize("backend", ["onnxruntime", "tvm"])
+def test_reductions_over_an_empty_batch(converted, backend):
+    # Found by the fuzzer on TVM: sums over no rows were uninitialised, and an empty array's strides refused.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_tvm_empty_batch.py"), backend=backend, check=6)
+    net = dycl.load(result.out)
+    model = result.spec.model
+    arms = set()
+    for x in (torch.zeros(0, 4), torch.rand(3, 4), torch.rand(3, 4) - 3.0, torch.zeros(0, 4) - 1.0):
+        with torch.no_grad():
+            out, arm = model(x)
+        arms.add(arm)
+        got = net(x.numpy() if x.numel() else np.zeros((0, 4), np.float32))  # numpy's empty arrays: strides (0, 0)
+        assert fuzz.same((out.numpy(), arm), got) == "", x.shape
+    assert arms == {1, 3}
+
+
+def test_tvm_package_replaced_in_place_loads_its_new_code(tmp_path):
+    # Found by the fuzzer, which converts every program into one folder: dlopen handed back the
+    # library loaded before from the same path, so the second package ran the first one's regions.
+    import torch
+
+    import dycl
+
+    out = str(tmp_path / "pkg")
+    with open(os.path.join(MODELS, "fuzz_empty_mean.py"), encoding="utf-8") as fh:
+        source = fh.read()
+    for seed in (0, 1):  # the same regions (and file names), other weights
+        path = tmp_path / f"model_{seed}.py"
+        path.write_text(source.replace("torch.manual_seed(0)", f"torch.manual_seed({seed})"))
+        opts = ConvertOptions(str(path), out, "tvm", check=4)
+        opts.jobs = 1
+        result = convert(opts)
+        x = torch.rand(3, 4)
+        with torch.no_grad():
+            expected = tuple(v.numpy() if isinstance(v, torch.Tensor) else v for v in result.spec.model(x))
+        assert fuzz.same(expected, tuple(dycl.load(out)(x.numpy()))) == "", seed
+
+
+def test_tvm_takes_empty_arrays_whatever_their_strides(tmp_path):
+    # Found by the fuzzer: at 0 rows an array with strides (0, 0) reached a TVM region, which refused it.
+    outcome = fuzz.run_program(os.path.join(MODELS, "fuzz_tvm_empty_strides.py"), "tvm", str(tmp_path / "out"))
+    assert outcome.kind == "matched", outcome

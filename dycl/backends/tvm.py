@@ -130,15 +130,16 @@ class TvmBackend(Backend):
         from tvm import relax
 
         use_threads(self.threads)
-        vm = relax.VirtualMachine(tvm.runtime.load_module(artifact_path), tvm.cpu())
+        vm = relax.VirtualMachine(_load_library(tvm, artifact_path), tvm.cpu())
         main = vm["main"]
         from_dlpack = tvm_ffi.from_dlpack
         to_numpy = np.from_dlpack
 
         def tensor(a):
             # TVM's kernels assume 64-byte aligned buffers; numpy only promises 16. Zero-copy when
-            # the array happens to be aligned, one copy into TVM's own memory otherwise.
-            if a.ctypes.data % _ALIGNMENT == 0 and a.flags.c_contiguous:
+            # the array happens to be aligned, one copy into TVM's own memory otherwise. An empty
+            # array always goes through TVM: numpy gives it strides (0, 0), which TVM rejects.
+            if a.ctypes.data % _ALIGNMENT == 0 and a.flags.c_contiguous and a.size:
                 return from_dlpack(a)
             return tvm.runtime.tensor(a if a.flags.c_contiguous else a.copy(order="C"))
 
@@ -149,3 +150,22 @@ class TvmBackend(Backend):
             return [a.copy() if any(np.may_share_memory(a, i) for i in arrays) else a for a in arrays_out]
 
         return call
+
+
+def _load_library(tvm, path: str):
+    """Load the library at `path` through a path of its own.
+
+    dlopen hands back a library already loaded from the same path, even when the file was replaced
+    since (a package reconverted into the same folder, loaded again in one process), which ran the
+    old regions' code. A private copy, removed once loaded, is always the file as it is now.
+    """
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="dycl-tvm-")
+    try:
+        private = os.path.join(folder, os.path.basename(path))
+        shutil.copyfile(path, private)
+        return tvm.runtime.load_module(private)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
