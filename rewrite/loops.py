@@ -26,10 +26,16 @@ class LoopLowering:
         hoisted: list = []
         iterable = self.expression(node.iter, frame, hoisted, node)
         out.extend(hoisted)
-        try:
-            items = iteration_items(iterable, scope)
-        except Unknown:
-            items = None
+        items = None
+        # The source expression first: folding writes `self.layers` as its path from the model
+        # (`self.initial.layers`), which an inlined submodule's scope, where `self` is the submodule,
+        # cannot resolve.
+        for expr in (node.iter, iterable):
+            try:
+                items = iteration_items(expr, scope)
+                break
+            except Unknown:
+                continue
         is_range = isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
             and iterable.func.value == "range" and "range" not in scope.rename
         if items is None and not is_range and self._tensor_iterable(iterable, frame):
