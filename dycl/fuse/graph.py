@@ -196,13 +196,8 @@ class Expr:
 
     def _Subscript(self, node: cst.Subscript) -> Val:
         """`x.shape[i]` (a Python int) or `x[i, j]` with constant indices (an array)."""
-        indices = []
-        for element in node.slice:
-            index = element.slice.value if isinstance(element.slice, cst.Index) else None
-            try:
-                indices.append(int(code(index)) if index is not None else None)
-            except ValueError:
-                indices.append(None)
+        indices = [self._constant(element.slice.value) if isinstance(element.slice, cst.Index) else None
+                   for element in node.slice]
         if None in indices:
             raise Unfusable(f"`{code(node)}`: only constant integer indices are expressed in ONNX")
         value = node.value
@@ -220,6 +215,29 @@ class Expr:
         for index in indices:  # each scalar index drops the leading axis
             out = self.g.op("Gather", [out, self.g.const(index, "int").name], axis=0)
         return Val(out, "array", array.elem)
+
+    def _constant(self, node: cst.BaseExpression) -> int | None:
+        """An index known here: an integer, `len(lst)` of a list whose length the graph knows
+        (unrolled appends), and `+`, `-`, `*` of those (`base[len(base) - 1 - 0]`); None otherwise."""
+        if isinstance(node, cst.Integer):
+            return int(node.evaluated_value)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            value = self._constant(node.expression)
+            return None if value is None else -value
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+            left, right = self._constant(node.left), self._constant(node.right)
+            if left is None or right is None:
+                return None
+            return left + right if isinstance(node.operator, cst.Add) else \
+                left - right if isinstance(node.operator, cst.Subtract) else left * right
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len" \
+                and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name):
+            try:
+                value = read(self.env, node.args[0].value.value)
+            except (Unfusable, KeyError):
+                return None
+            return len(value.items) if isinstance(value, Tup) else None
+        return None
 
     def _Integer(self, node: cst.Integer) -> Val:
         return self.g.const(int(node.evaluated_value), "int")
