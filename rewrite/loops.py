@@ -145,7 +145,8 @@ class LoopLowering:
         iterations, so code grows linearly with the trip count.
         """
         last = len(iterations) - 1
-        if not any(isinstance(s, IfNode) and has_jump(s, {"break"}) for body in iterations for s in body):
+        # A `break` anywhere needs the flag: one after an `if` whose other arm continues is conditional too.
+        if not any(has_jump(s, {"break"}) for body in iterations for s in body):
             lowered = []
             for k, body in enumerate(iterations):
                 tail = fall_through if k == last else []

@@ -239,3 +239,30 @@ def test_tvm_takes_empty_arrays_whatever_their_strides(tmp_path):
     # Found by the fuzzer: at 0 rows an array with strides (0, 0) reached a TVM region, which refused it.
     outcome = fuzz.run_program(os.path.join(MODELS, "fuzz_tvm_empty_strides.py"), "tvm", str(tmp_path / "out"))
     assert outcome.kind == "matched", outcome
+
+
+@pytest.mark.parametrize("fuse", ["none", "all"])
+def test_break_after_an_if_that_continues(converted, fuse):
+    # Found by the fuzzer: the unrolled loop dropped a `break` that only runs when the `if` holds.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_break_after_continue.py"), check=20, fuse=fuse)
+    net = dycl.load(result.out)
+    model = result.spec.model
+    gen = torch.Generator().manual_seed(2)
+    trips = set()
+    for _ in range(60):
+        x = torch.randn(1, 4, generator=gen) * 3
+        with torch.no_grad():
+            h, n = model.layers[0](x), 0
+            while n < 3:
+                n += 1
+                if h.sum() > 0:
+                    break
+                h = model.layers[0](h)
+            trips.add(n)
+            expected = model(x)[0].numpy()
+        np.testing.assert_allclose(net(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
+    assert len(trips) >= 2
