@@ -49,6 +49,8 @@ KNOWN_BUGS = {  # construct or edge input -> (backends, the bug)
                                      "`if h.shape[0] > 3:`) gets that size as a static dim, and the package "
                                      "fails on other sizes"),
     "sub": (("tvm",), "TVM simplifies `v - v` to 0, where torch gives NaN for a NaN or infinite v"),
+    "maximum": (("tvm",), "`torch.maximum(h, h)` of a row holding +inf and -inf: the next Linear gives NaN in "
+                          "torch, +-inf on TVM"),
     "grow": (("tvm",), "a tensor grown in a loop (`acc = torch.cat([acc, ...], 1)`) that exploration saw at one "
                        "length only keeps it as a static dim; a NaN input that runs the loop longer fails"),
 }
