@@ -292,7 +292,9 @@ def _expr_text(e: Expr, layer_var: str = "", index_var: str = "") -> str:
         "abs": lambda: f"{a[0]}.abs()",
         "clamp": lambda: f"{a[0]}.clamp(-1.0, 1.0)",
         "softmax": lambda: f"torch.softmax({a[0]}, dim=1)",
-        "center": lambda: f"{a[0]} - {a[0]}.mean(dim=1, keepdim=True)",
+        # half the row mean: a fully centred row sums to 0 up to rounding, and a test on that sum could go
+        # either way in torch and in a compiled graph
+        "center": lambda: f"{a[0]} - 0.5 * {a[0]}.mean(dim=1, keepdim=True)",
         "affine": lambda: f"{a[0]} * {_num(e.index * 0.5)} + {_num(e.const)}",
         "add": lambda: f"{a[0]} + {a[1]}",
         "sub": lambda: f"{a[0]} - {a[1]}",
