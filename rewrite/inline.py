@@ -12,12 +12,12 @@ import inspect
 import libcst as cst
 from torch import nn
 
-from .cfg import Stmt
+from .cfg import Stmt, code
 from .jumps import Frame, assigned_names, jump_in_loop, splice_returns
-from .source import FunctionSource, function_source
+from .source import FunctionSource, function_source, unwrap_transparent
 from .staticeval import Method, Scope, value_of
 from .walk import find
-from .values import ModRef, Static, Unknown
+from .values import Alias, ModRef, Pack, Static, Unknown
 
 __all__ = ["Inlining"]
 
@@ -30,14 +30,50 @@ def _user_code(obj) -> bool:
 
 
 def _has_branches(func) -> bool:
-    """Whether `func` has control flow the host may have to run: branches, loops, or a call of a
-    module picked from a container (`self.experts[k](x)`)."""
-    src = function_source(func)
-    if src is None:
-        return False
-    if find(src.node.body, (cst.If, cst.While, cst.IfExp, cst.For)):
-        return True
-    return any(isinstance(c.func, cst.Subscript) for c in find(src.node.body, cst.Call))
+    """Whether `func` (or a function it wraps) has control flow the host may have to run: branches,
+    loops, or a call of a module picked from a container (`self.experts[k](x)`)."""
+    while func is not None:
+        src = function_source(func)
+        if src is not None and (find(src.node.body, (cst.If, cst.While, cst.IfExp, cst.For))
+                                or any(isinstance(c.func, cst.Subscript) for c in find(src.node.body, cst.Call))):
+            return True
+        func = getattr(func, "__wrapped__", None)
+    return False
+
+
+def _global_name(func: cst.BaseExpression, scope, value) -> bool:
+    """Whether region code can call `value` by the name `func` (a module-level name of its own); a function
+    picked at conversion time into a local (`impl = table.get(...)`) is inlined instead."""
+    return isinstance(func, cst.Name) and func.value not in scope.env and func.value not in scope.rename \
+        and scope.globals.get(func.value) is value
+
+
+def _is_wrapper(func) -> bool:
+    """A library's wrapper around forward: it may call any function (`impl = table.get(config.impl)`),
+    so it is inlined to see which."""
+    return hasattr(func, "__wrapped__") and unwrap_transparent(func) is func
+
+
+def _defining_class(cls: type, func) -> type:
+    """The class in `cls`'s MRO that holds `func` (under any name: `cls._apply_gate = _default_gate`)."""
+    for klass in cls.__mro__:
+        if any(v is func for v in vars(klass).values()):
+            return klass
+    return cls
+
+
+def _closure_globals(func) -> dict:
+    """The names a function reads: its module's globals and, for a nested function, its closure."""
+    cells = getattr(func, "__closure__", None)
+    if not cells:
+        return func.__globals__
+    names = dict(func.__globals__)
+    for name, cell in zip(func.__code__.co_freevars, cells):
+        try:
+            names[name] = cell.cell_contents
+        except ValueError:  # not yet assigned
+            continue
+    return names
 
 
 
@@ -89,7 +125,7 @@ class Inlining:
         except Exception:
             return None
         if isinstance(fv, Method) and _user_code(fv.func) and fv.func.__name__ != "forward":
-            klass = next(k for k in type(fv.owner.obj).__mro__ if fv.func.__name__ in k.__dict__)
+            klass = _defining_class(type(fv.owner.obj), fv.func)
             return fv.func, fv.owner, klass
         if isinstance(fv, Method) and fv.func.__name__ == "forward" and _user_code(fv.func) and _has_branches(fv.func):
             klass = next(k for k in type(fv.owner.obj).__mro__ if "forward" in k.__dict__)
@@ -97,11 +133,12 @@ class Inlining:
         if isinstance(fv, ModRef) and isinstance(fv.obj, nn.Module) and _user_code(type(fv.obj)) \
                 and not fv.obj._forward_hooks and not fv.obj._forward_pre_hooks:
             forward = type(fv.obj).forward
-            if _user_code(forward) and _has_branches(forward):
+            if _user_code(forward) and (_has_branches(forward) or _is_wrapper(forward)):
                 klass = next(k for k in type(fv.obj).__mro__ if "forward" in k.__dict__)
                 return forward, fv, klass
             return None
-        if isinstance(fv, Static) and inspect.isfunction(fv.value) and _user_code(fv.value) and _has_branches(fv.value):
+        if isinstance(fv, Static) and inspect.isfunction(fv.value) and _user_code(fv.value) \
+                and (_has_branches(fv.value) or not _global_name(call.func, scope, fv.value)):
             return fv.value, None, None
         return None
 
@@ -126,52 +163,46 @@ class Inlining:
             self._error("recursion", frame.src, call, f"`{func.__qualname__}` is inlined too deeply",
                         "recursive helpers cannot be unrolled", "rewrite the recursion as a loop over a fixed range")
             return
-        params = list(inspect.signature(func).parameters.values())
+        params = list(inspect.signature(func, follow_wrapped=False).parameters.values())
         if owner is not None:
             params = params[1:]
         label = func.__qualname__
         rename = self._rename_map(func, src)
-        scope = Scope({}, func.__globals__, dict(rename), owner, klass)
+        scope = Scope({}, _closure_globals(func), dict(rename), owner, klass)
         for key, value in func.__globals__.items():
             self.globals.setdefault(key, value)
         if owner is not None:
             scope.env["self"] = owner
         callee = Frame(src, scope, label, result if result is not None else "")
         origin = self.origin(frame, line)
-        # Bind arguments: static ones as constants, dynamic ones as assignments.
-        args = [a for a in call.args]
-        if any(a.star for a in args):
-            self._error("star-args", frame.src, call, "call with *args/**kwargs to an inlined function",
-                        "arguments must be matched to parameters at conversion time", "pass arguments explicitly")
+        bound = self._bind_arguments(call, func, params, label, frame, out, line)
+        if bound is None:
             return
-        positional = [a.value for a in args if a.keyword is None]
-        keywords = {a.keyword.value: a.value for a in args if a.keyword is not None}
-        for i, p in enumerate(params):
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                self._error("star-args", frame.src, call, f"`{label}` takes *args/**kwargs",
-                            "inlined functions need a fixed parameter list", "list the parameters explicitly")
-                return
-            if i < len(positional):
-                arg = positional[i]
-            elif p.name in keywords:
-                arg = keywords[p.name]
-            elif p.default is not p.empty:
-                scope.env[p.name] = Static(p.default)
+        assigned = assigned_names(src.node.body)
+        for name, (kind, arg) in bound.items():
+            if kind == "value":
+                if isinstance(arg, Alias) and name not in assigned:
+                    scope.rename[name] = arg.name
+                elif isinstance(arg, Alias):
+                    out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.rename[name]))],
+                                               cst.Name(arg.name)), origin))
+                else:
+                    scope.env[name] = arg
                 continue
-            else:
-                self._error("bad-call", frame.src, call, f"missing argument `{p.name}` for `{label}`",
-                            "the call does not match the signature", "pass every parameter")
-                return
+            static = self._static(arg, frame)  # before folding: a folded path is relative to the model
+            if static is not None:
+                scope.env[name] = static
+                continue
             hoisted: list = []
             value = self.expression(arg, frame, hoisted, line)
             out.extend(hoisted)
             static = self._static(value, frame)
             if static is not None:
-                scope.env[p.name] = static
-            elif isinstance(value, cst.Name) and p.name not in assigned_names(src.node.body):
-                scope.rename[p.name] = value.value
+                scope.env[name] = static
+            elif isinstance(value, cst.Name) and name not in assigned:
+                scope.rename[name] = value.value
             else:
-                out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.rename[p.name]))], value), origin))
+                out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.rename[name]))], value), origin))
         self._depth += 1
         try:
             body, _ = self.block(src.node.body.body, callee)
@@ -183,6 +214,91 @@ class Inlining:
                         "set a result variable and `break` instead")
             return
         out.extend(splice_returns(body))
+
+    def _bind_arguments(self, call: cst.Call, func, params: list, label: str, frame: Frame, out: list, line):
+        """Match a call's arguments to `params` at conversion time: {name: ("expr", node) | ("value", value)}.
+
+        `*x` and `**x` spread a Pack (the arguments a `*args`/`**kwargs` received) or a static tuple or
+        dict; a `*args`/`**kwargs` parameter receives a Pack of what is left over. None after an error.
+        """
+        positional: list = []
+        keywords: dict = {}
+        for arg in call.args:
+            if not arg.star:
+                if arg.keyword is None:
+                    positional.append(("expr", arg.value))
+                else:
+                    keywords[arg.keyword.value] = ("expr", arg.value)
+                continue
+            try:
+                spread = value_of(arg.value, frame.scope)
+            except Exception:
+                spread = None
+            if isinstance(spread, Static) and isinstance(spread.value, (tuple, list)) and arg.star == "*":
+                spread = Pack(tuple(Static(v) for v in spread.value))
+            elif isinstance(spread, Static) and isinstance(spread.value, dict) and arg.star == "**":
+                spread = Pack((), {k: Static(v) for k, v in spread.value.items()})
+            if not isinstance(spread, Pack):
+                self._error("star-args", frame.src, arg, f"`{arg.star}{code(arg.value)}` is not known at conversion time",
+                            "arguments spread into an inlined function must be matched to its parameters "
+                            "when converting", "pass the arguments explicitly")
+                return None
+            if arg.star == "*":
+                positional.extend(("value", v) for v in spread.items)
+            else:
+                keywords.update({k: ("value", v) for k, v in spread.keywords.items()})
+        bound: dict = {}
+        for p in params:
+            if p.kind == p.VAR_POSITIONAL:
+                bound[p.name] = ("value", Pack(self._pack_values(positional, frame, out, line)))
+                positional = []
+            elif p.kind == p.VAR_KEYWORD:
+                values = self._pack_values(list(keywords.values()), frame, out, line)
+                bound[p.name] = ("value", Pack((), dict(zip(keywords, values))))
+                keywords = {}
+            elif positional and p.kind != p.KEYWORD_ONLY:
+                bound[p.name] = positional.pop(0)
+            elif p.name in keywords and p.kind != p.POSITIONAL_ONLY:
+                bound[p.name] = keywords.pop(p.name)
+            elif p.default is not p.empty:
+                bound[p.name] = ("value", Static(p.default))
+            else:
+                self._error("bad-call", frame.src, call, f"missing argument `{p.name}` for `{label}`",
+                            "the call does not match the signature", "pass every parameter")
+                return None
+        if positional or keywords:
+            extra = ", ".join(keywords) or f"{len(positional)} positional"
+            self._error("bad-call", frame.src, call, f"`{label}` does not take {extra}",
+                        "the call does not match the signature", "pass only the parameters it takes")
+            return None
+        return bound
+
+    def _pack_values(self, args: list, frame: Frame, out: list, line) -> list:
+        """Values for a Pack: static ones as they are, run-time ones through a variable."""
+        values = []
+        for kind, arg in args:
+            if kind == "value":
+                values.append(arg)
+                continue
+            static = self._static(arg, frame)
+            if static is not None:
+                values.append(static)
+                continue
+            hoisted: list = []
+            value = self.expression(arg, frame, hoisted, line)
+            out.extend(hoisted)
+            static = self._static(value, frame)
+            if static is not None:
+                values.append(static)
+                continue
+            if isinstance(value, cst.Name):  # the caller's variable: the callee cannot rebind it
+                values.append(Alias(value.value))
+                continue
+            name = self.names.fresh("arg")
+            frame.scope.rename[name] = name
+            out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(name))], value), self.origin(frame, line)))
+            values.append(Alias(name))
+        return values
 
     def _rename_map(self, func, src: FunctionSource) -> dict[str, str]:
         """Fresh host names for an inlined function's locals (same for every call)."""

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import functools
-import inspect
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-__all__ = ["FunctionSource", "function_source"]
+__all__ = ["FunctionSource", "function_source", "unwrap_transparent"]
 
 
 class FunctionSource:
@@ -57,23 +56,33 @@ def _parse_file(file: str, mtime: float):
     return index.by_line, wrapper.resolve(PositionProvider)
 
 
+def _transparent(func) -> bool:
+    """A wrapper that only sets up a context (torch.no_grad(), functools.lru_cache): read what it wraps."""
+    module = getattr(func, "__module__", "") or ""
+    return module.split(".")[0] in ("torch", "functools", "contextlib", "typing")
+
+
+def unwrap_transparent(func):
+    """`func` without the torch and standard-library wrappers around it; a library's own wrappers (which
+    may dispatch on configuration) are kept, to be inlined like any function."""
+    while hasattr(func, "__wrapped__") and _transparent(func):
+        func = func.__wrapped__
+    return func
+
+
 def function_source(func) -> FunctionSource | None:
     """Parse the source of a Python function; None when it has none (C code)."""
     import os
 
-    func = inspect.unwrap(func)
+    func = unwrap_transparent(func)
     code = getattr(func, "__code__", None)
     if code is None:
         return None
-    try:
-        file = inspect.getsourcefile(func)
-        _, first = inspect.getsourcelines(func)
-    except (OSError, TypeError):
-        return None
+    file = code.co_filename
     if not file or not os.path.exists(file):
         return None
     by_line, positions = _parse_file(file, os.path.getmtime(file))
-    node = by_line.get(first) or by_line.get(code.co_firstlineno)
+    node = by_line.get(code.co_firstlineno)
     if node is None:
         return None
     return FunctionSource(func, node, file, positions)

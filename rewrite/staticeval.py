@@ -8,13 +8,15 @@ them; everything else is left for run time.
 from __future__ import annotations
 
 import builtins
+import inspect
 import types
 
 import libcst as cst
 import torch
 from torch import nn
 
-from .values import BINOPS, CMPOPS, SAFE_CALLS, ModRef, Static, Unknown, is_literal, static_python_value, to_node
+from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, ModRef, Pack, Static, Unknown, is_literal, static_python_value,
+                     to_node)
 
 __all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
 
@@ -109,6 +111,41 @@ def _plain(value):
     raise Unknown("method")
 
 
+_PACK_METHODS = {"get", "pop"}
+
+
+def _pack_call(pack: Pack, method: str, node: cst.Call, scope: "Scope"):
+    """`kwargs.get("k", default)` / `kwargs.pop("k", default)` on matched arguments (pop does not remove:
+    a later `**kwargs` still passes the key on)."""
+    if method not in _PACK_METHODS or not node.args or any(a.keyword is not None or a.star for a in node.args):
+        raise Unknown("pack method")
+    key = _plain(value_of(node.args[0].value, scope))
+    if key in pack.keywords:
+        return pack.keywords[key]
+    if len(node.args) > 1:
+        return value_of(node.args[1].value, scope)
+    if method == "get":
+        return Static(None)
+    raise Unknown("missing key")
+
+
+def _library_function(fn) -> bool:
+    """A Python function or bound method outside torch and the standard library's C code."""
+    if isinstance(fn, types.MethodType):
+        if isinstance(fn.__self__, (torch.Tensor, nn.Module)):
+            return False
+        fn = fn.__func__
+    if not isinstance(fn, types.FunctionType) or inspect.isgeneratorfunction(fn):
+        return False
+    top = (getattr(fn, "__module__", "") or "").split(".")[0]
+    return top not in ("torch", "builtins", "numpy")
+
+
+def _static_arg(value) -> bool:
+    return not isinstance(value, (torch.Tensor, nn.Module)) and not (
+        isinstance(value, (tuple, list)) and not all(_static_arg(v) for v in value))
+
+
 def _call(node: cst.Call, scope: Scope):
     func = value_of(node.func, scope)
     if isinstance(func, Static) and isinstance(func.value, types.BuiltinFunctionType | types.MethodType) \
@@ -120,6 +157,8 @@ def _call(node: cst.Call, scope: Scope):
         fn = func.value
     elif isinstance(func, Static) and isinstance(func.value, type) and issubclass(func.value, (str, int, float, bool, tuple)):
         fn = func.value
+    elif isinstance(func, Static) and _library_function(func.value):
+        fn = func.value  # a lookup on configuration: `interface.get_interface(self.config.impl, default)`
     else:
         raise Unknown("call")
     args, kwargs = [], {}
@@ -138,6 +177,8 @@ def _call(node: cst.Call, scope: Scope):
             kwargs[arg.keyword.value] = _plain(value)
         else:
             args.append(_plain(value))
+    if fn not in SAFE_CALLS and not all(_static_arg(a) for a in list(args) + list(kwargs.values())):
+        raise Unknown("call on run-time values")
     if fn is builtins.getattr and isinstance(args[0], ModRef):
         if len(args) == 2 or hasattr(args[0].obj, args[1]):
             return _attribute(args[0], args[1], scope)
@@ -169,6 +210,11 @@ def value_of(node: cst.BaseExpression, scope: Scope):
     if isinstance(node, cst.Subscript):
         base = value_of(node.value, scope)
         key = _index(node, scope)
+        if isinstance(base, Pack):
+            try:
+                return base.items[key] if isinstance(key, int) else base.keywords[key]
+            except (IndexError, KeyError, TypeError):
+                raise Unknown("pack index") from None
         if isinstance(base, ModRef):
             if isinstance(key, (int, str)):
                 return base.item(key)
@@ -191,6 +237,8 @@ def value_of(node: cst.BaseExpression, scope: Scope):
                 pass
             if isinstance(base, Static) and isinstance(base.value, tuple) and base.value[:1] == ("super",):
                 raise Unknown("super call")
+            if isinstance(base, Pack):
+                return _pack_call(base, node.func.attr.value, node, scope)
         return _call(node, scope)
     if isinstance(node, cst.BinaryOperation):
         left, right = _plain(value_of(node.left, scope)), _plain(value_of(node.right, scope))
@@ -209,10 +257,17 @@ def value_of(node: cst.BaseExpression, scope: Scope):
             return Static(+value)
         return Static(~value)
     if isinstance(node, cst.Comparison):
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
+            none = _none_test(node.left, node.comparisons[0].comparator, scope)
+            if none is not None:
+                return Static(none == isinstance(node.comparisons[0].operator, cst.Is))
         left = _plain(value_of(node.left, scope))
         for target in node.comparisons:
             right = value_of(target.comparator, scope)
-            right = right.obj if isinstance(right, ModRef) else _plain(right)
+            if isinstance(right, Pack) and isinstance(target.operator, (cst.In, cst.NotIn)):
+                right = set(right.keywords)
+            else:
+                right = right.obj if isinstance(right, ModRef) else _plain(right)
             if not CMPOPS[type(target.operator)](left, right):
                 return Static(False)
             left = right
@@ -245,10 +300,27 @@ def value_of(node: cst.BaseExpression, scope: Scope):
     raise Unknown(type(node).__name__)
 
 
+def _none_test(left: cst.BaseExpression, right: cst.BaseExpression, scope: Scope) -> bool | None:
+    """`self.cls_token is None`: whether a model attribute holding a tensor (or None) is None."""
+    if isinstance(left, cst.Name) and left.value == "None":
+        left, right = right, left
+    if not (isinstance(right, cst.Name) and right.value == "None" and isinstance(left, cst.Attribute)):
+        return None
+    try:
+        base = value_of(left.value, scope)
+    except Exception:
+        return None
+    if not isinstance(base, ModRef) or not hasattr(base.obj, left.attr.value):
+        return None
+    return getattr(base.obj, left.attr.value) is None
+
+
 def representation(value) -> cst.BaseExpression | None:
     """Source for a folded value, or None when it has none (functions, classes)."""
     if isinstance(value, ModRef):
         return value.path
+    if isinstance(value, Alias):
+        return cst.Name(value.name)
     if isinstance(value, Static) and is_literal(value.value):
         return to_node(value.value)
     return None
@@ -314,6 +386,8 @@ class _Folder(cst.CSTTransformer):
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         if isinstance(original, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
             self.shadow.pop()
+        if isinstance(original, cst.Call) and isinstance(updated, cst.Call) and any(a.star for a in original.args):
+            updated = updated.with_changes(args=_expand_stars(original.args, updated.args, self.scope))
         if original in self.replace:
             return self.replace.pop(original)
         if isinstance(updated, cst.Name) and id(original) not in self.skip and not self._shadowed(updated.value):
@@ -323,6 +397,32 @@ class _Folder(cst.CSTTransformer):
             if new != updated.value:
                 return updated.with_changes(value=new)
         return updated
+
+
+def _expand_stars(original: list, updated: list, scope: Scope) -> list:
+    """`f(*args, **kwargs)` with the arguments matched at conversion time written out."""
+    out = []
+    for before, after in zip(original, updated):
+        try:
+            value = value_of(before.value, scope) if before.star else None
+        except Exception:
+            value = None
+        if isinstance(value, Static) and isinstance(value.value, (tuple, list, dict)):
+            value = Pack(*((tuple(Static(v) for v in value.value), None) if before.star == "*" else
+                           ((), {k: Static(v) for k, v in value.value.items()})))
+        if not isinstance(value, Pack):
+            out.append(after)
+            continue
+        values = list(value.items) if before.star == "*" else list(value.keywords.values())
+        nodes = [representation(v) for v in values]
+        if any(n is None for n in nodes):
+            out.append(after)
+            continue
+        if before.star == "*":
+            out.extend(cst.Arg(n) for n in nodes)
+        else:
+            out.extend(cst.Arg(n, keyword=cst.Name(k)) for k, n in zip(value.keywords, nodes))
+    return out
 
 
 def _bound_names(node: cst.CSTNode) -> set[str]:

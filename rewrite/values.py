@@ -9,7 +9,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-__all__ = ["Static", "ModRef", "Unknown", "to_node", "is_literal", "SAFE_CALLS", "BINOPS", "CMPOPS"]
+__all__ = ["Static", "ModRef", "Alias", "Pack", "Unknown", "to_node", "is_literal", "SAFE_CALLS", "BINOPS", "CMPOPS"]
 
 
 class Unknown(Exception):
@@ -57,6 +57,40 @@ class ModRef:
 
     def item(self, key) -> "ModRef":
         return ModRef(self.obj[key], cst.Subscript(self.path, [cst.SubscriptElement(cst.Index(to_node(key)))]))
+
+
+class Alias:
+    """A run-time value known to be held by the variable `name` (an element of a Pack)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Alias) and self.name == other.name
+
+    def __repr__(self) -> str:
+        return f"Alias({self.name})"
+
+
+class Pack:
+    """The arguments a `*args` or `**kwargs` parameter received, matched at conversion time.
+
+    `items` (positional) and `keywords` hold Static, ModRef or Alias values, so
+    `f(*args, **kwargs)` passes them on and `kwargs.get("k")` folds.
+    """
+
+    __slots__ = ("items", "keywords")
+
+    def __init__(self, items: tuple = (), keywords: dict | None = None):
+        self.items, self.keywords = tuple(items), dict(keywords or {})
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Pack) and self.items == other.items and self.keywords == other.keywords
+
+    def __repr__(self) -> str:
+        return f"Pack({list(self.items)!r}, {self.keywords!r})"
 
 
 def _same(a, b) -> bool:
@@ -111,6 +145,8 @@ SAFE_CALLS = {
     builtins.max, builtins.abs, builtins.round, builtins.tuple, builtins.list, builtins.enumerate,
     builtins.zip, builtins.reversed, builtins.sorted, builtins.sum, builtins.any, builtins.all,
     builtins.divmod, builtins.type, math.sqrt, math.floor, math.ceil, math.log, math.exp, math.prod,
+    # False while converting, as when the model runs eagerly: the branch for eager execution is kept.
+    torch.jit.is_tracing, torch.jit.is_scripting, torch.compiler.is_compiling, torch.compiler.is_exporting,
 }
 
 BINOPS = {
