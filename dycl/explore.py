@@ -189,7 +189,7 @@ class _ExploringRegions:
             if signature not in record.variants and not all(torch.equal(a, b) for a, b in zip(first, tensors)):
                 record.variants[signature] = [t.clone() for t in tensors]
             record.observations.add((signature, self._symbols))
-            leaves_np = iter([t.numpy() for t in out_leaves])
+            leaves_np = iter([t.detach().numpy() for t in out_leaves])
             results = [unflatten(s, leaves_np) for s in out_specs]
             return results[0] if len(results) == 1 else tuple(results)
 

@@ -140,7 +140,7 @@ def verify_region(model, fn, record: RegionRecord, run, export_info: dict, origi
             "(an `int()` or `.item()` passed to an op that takes it as a constant, such as torch.roll's shifts)") for e in record.variants.values()]
     for example, frozen in runs:
         with torch.no_grad():
-            expected = [t.numpy() for t in wrapper(*_fresh(example))]
+            expected = [t.detach().numpy() for t in wrapper(*_fresh(example))]
         got = run([example[i].numpy() for i in export_info["graph_inputs"]])
         for k, (e, g) in enumerate(zip(expected, got)):
             g = np.asarray(g)

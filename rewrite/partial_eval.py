@@ -8,8 +8,10 @@ branches) inlined. What is left is a tree of branch-free statements and the
 from __future__ import annotations
 
 import builtins
+import inspect
 
 import libcst as cst
+import torch
 from torch import nn
 
 from .cfg import IfNode, Jump, Origin, Stmt
@@ -23,7 +25,7 @@ from .loops import LoopLowering
 from .names import Namespace
 from .source import FunctionSource, function_source
 from .staticeval import Scope, _target_names, fold, representation, value_of
-from .values import ModRef, Static, Unknown, is_literal, to_node
+from .values import ModRef, Pack, Static, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
@@ -256,6 +258,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 self._error("generator", frame.src, node, "`yield` in forward",
                             "forward must return its result once", "collect the values in a list and return it")
                 return False
+            check = self._assert_call(node.value, frame)
+            if check is not None:
+                return self._assert(check, frame, out, line)
             inlined = self._try_inline(node.value, frame, out, line, result=None)
             if inlined is not None:
                 return False
@@ -356,6 +361,20 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         out.append(IfNode(cst.UnaryOperation(cst.Not(), test), failing, [], self.origin(frame, node.test)))
         return False
 
+    def _assert_call(self, call, frame: Frame) -> cst.Assert | None:
+        """`torch._assert(cond, msg)` (timm's `_assert`) as the `assert cond, msg` it stands for."""
+        if not isinstance(call, cst.Call) or not 1 <= len(call.args) <= 2 or any(a.keyword or a.star for a in call.args):
+            return None
+        try:
+            func = value_of(call.func, frame.scope)
+        except Exception:
+            return None
+        if not (isinstance(func, Static) and func.value is torch._assert):
+            return None
+        check = cst.Assert(call.args[0].value, call.args[1].value if len(call.args) == 2 else None)
+        frame.src.alias(check, call)
+        return check
+
     def _raise(self, node: cst.Raise, frame: Frame, out: list, line) -> bool:
         """`raise ValueError(...)` of a builtin exception stays a host statement (it ends its arm)."""
         exc = node.exc
@@ -414,10 +433,19 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return None
         except Exception:
             return None
+        return self._constant(value)
+
+    @staticmethod
+    def _constant(value):
+        """`value` when a name may be bound to it at conversion time, else None."""
+        if isinstance(value, Pack):
+            return value
         if isinstance(value, Static) and isinstance(value.value, (list, dict, set)):
             return None  # mutable: `tokens = []` collects values at run time
         if isinstance(value, Static) and not is_literal(value.value):
-            return value if isinstance(value.value, range) else None
+            # ranges, and functions or classes picked by configuration (`fn = interface.get(name, default)`)
+            keep = isinstance(value.value, (range, type)) or inspect.isroutine(value.value)
+            return value if keep else None
         return value if isinstance(value, (Static, ModRef)) else None
 
     def expression(self, expr, frame: Frame, out: list, line) -> cst.BaseExpression:
