@@ -41,6 +41,17 @@ def _has_branches(func) -> bool:
     return False
 
 
+def _controls(cls: type) -> bool:
+    forward = cls.forward
+    return _user_code(forward) and (_has_branches(forward) or _is_wrapper(forward))
+
+
+def _needs_inlining(module: nn.Module) -> bool:
+    """Whether calling `module` runs control flow: its forward's, or a submodule's it may call
+    (a layer without branches around a mixture of experts that loops). Tracing would freeze it."""
+    return any(_controls(type(m)) for m in module.modules() if _user_code(type(m)))
+
+
 def _global_name(func: cst.BaseExpression, scope, value) -> bool:
     """Whether region code can call `value` by the name `func` (a module-level name of its own); a function
     picked at conversion time into a local (`impl = table.get(...)`) is inlined instead."""
@@ -133,7 +144,7 @@ class Inlining:
         if isinstance(fv, ModRef) and isinstance(fv.obj, nn.Module) and _user_code(type(fv.obj)) \
                 and not fv.obj._forward_hooks and not fv.obj._forward_pre_hooks:
             forward = type(fv.obj).forward
-            if _user_code(forward) and (_has_branches(forward) or _is_wrapper(forward)):
+            if _user_code(forward) and _needs_inlining(fv.obj):
                 klass = next(k for k in type(fv.obj).__mro__ if "forward" in k.__dict__)
                 return forward, fv, klass
             return None
@@ -168,7 +179,7 @@ class Inlining:
             params = params[1:]
         label = func.__qualname__
         rename = self._rename_map(func, src)
-        scope = Scope({}, _closure_globals(func), dict(rename), owner, klass)
+        scope = Scope({}, _closure_globals(func), dict(rename), owner, klass, self.state)
         for key, value in func.__globals__.items():
             self.globals.setdefault(key, value)
         if owner is not None:

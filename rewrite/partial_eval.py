@@ -22,6 +22,7 @@ from .higher_order import HigherOrderOps
 from .inline import Inlining
 from .jumps import Frame, as_tuple, binop_of
 from .loops import LoopLowering
+from .state import AttributeWrites
 from .names import Namespace
 from .source import FunctionSource, function_source
 from .staticeval import Scope, _target_names, fold, representation, value_of
@@ -31,7 +32,7 @@ from .walk import find
 __all__ = ["PartialEvaluator"]
 
 
-class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps):
+class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps, AttributeWrites):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
@@ -43,6 +44,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self._renames: dict[object, dict[str, str]] = {}
         self.globals: dict = {}
         self._depth = 0
+        self.state: dict = {}  # (id(module), attribute) -> what forward set it to (rewrite/state.py)
 
     # -- entry -------------------------------------------------------------
     def lower_forward(self) -> tuple[list[str], list, Origin]:
@@ -59,7 +61,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                             "the converted package needs a fixed positional signature",
                             "list forward's inputs as named parameters")
         defining = next(k for k in cls.__mro__ if "forward" in k.__dict__)
-        scope = Scope({"self": self_ref}, func.__globals__, {p: p for p in params}, self_ref, defining)
+        scope = Scope({"self": self_ref}, func.__globals__, {p: p for p in params}, self_ref, defining, self.state)
         frame = Frame(src, scope, "forward", None)
         self.globals = dict(func.__globals__)
         body, _ = self.block(src.node.body.body, frame)
@@ -137,6 +139,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return None
         if isinstance(value, Static):
             return bool(value.value)
+        if isinstance(value, ModRef) and isinstance(value.obj, torch.Tensor):
+            return None
         if isinstance(value, ModRef):
             return bool(value.obj) if hasattr(type(value.obj), "__len__") else True
         return None
@@ -271,6 +275,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 out.append(Stmt(node.with_changes(value=value), origin))
             return False
         if isinstance(node, cst.Assign):
+            if self._attribute_write(node, frame, out, line):
+                return False
             for t in node.targets:
                 if self._writes_self(t.target, frame):
                     self._error("module-state", frame.src, t.target, "forward assigns to an attribute of the model",

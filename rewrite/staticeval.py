@@ -36,10 +36,12 @@ class Method:
 class Scope:
     """What a name means inside one (possibly inlined) function."""
 
-    __slots__ = ("env", "globals", "rename", "self_ref", "cls", "poisoned")
+    __slots__ = ("env", "globals", "rename", "self_ref", "cls", "poisoned", "state")
 
-    def __init__(self, env: dict, globals_: dict, rename: dict, self_ref: ModRef | None, cls: type | None):
+    def __init__(self, env: dict, globals_: dict, rename: dict, self_ref: ModRef | None, cls: type | None,
+                 state: dict | None = None):
         self.env, self.globals, self.rename = env, globals_, rename
+        self.state = state if state is not None else {}  # model attributes forward set, shared by all scopes
         self.self_ref, self.cls = self_ref, cls
         self.poisoned: set[str] = set()
 
@@ -67,12 +69,14 @@ def _resolve_name(name: str, scope: Scope):
 
 
 def _attribute(base, name: str, scope: Scope):
+    if isinstance(base, ModRef) and (id(base.obj), name) in scope.state:
+        return scope.state[(id(base.obj), name)]
     if isinstance(base, ModRef):
         try:
             obj = getattr(base.obj, name)
         except AttributeError:
             raise Unknown(name) from None
-        if isinstance(obj, nn.Module):
+        if isinstance(obj, (nn.Module, torch.Tensor)):  # a parameter or buffer: its dtype and shape fold
             return base.child(name)
         if isinstance(obj, types.MethodType) and obj.__self__ is base.obj:
             return Method(obj.__func__, base, type(base.obj))
@@ -127,6 +131,28 @@ def _pack_call(pack: Pack, method: str, node: cst.Call, scope: "Scope"):
     if method == "get":
         return Static(None)
     raise Unknown("missing key")
+
+
+_CASTS = {"to": None, "float": torch.float32, "double": torch.float64, "half": torch.float16,
+          "bfloat16": torch.bfloat16, "cpu": None}
+
+
+def _module_cast(base: ModRef, node: cst.Call, scope: "Scope") -> ModRef:
+    """`self.classifier.to(torch.float32)` when it changes nothing: the module itself."""
+    method = node.func.attr.value
+    args = [_plain(value_of(a.value, scope)) for a in node.args if not a.star]
+    dtype = _CASTS[method]
+    for arg in args:
+        if isinstance(arg, torch.dtype):
+            dtype = arg
+        elif not (isinstance(arg, (str, torch.device)) and torch.device(arg).type == "cpu"):
+            raise Unknown("cast")
+    tensors = list(base.obj.parameters()) + list(base.obj.buffers())
+    if any(t.device.type != "cpu" for t in tensors):
+        raise Unknown("cast")
+    if dtype is not None and any(t.is_floating_point() and t.dtype != dtype for t in tensors):
+        raise Unknown("cast changes dtypes")
+    return base
 
 
 def _library_function(fn) -> bool:
@@ -239,6 +265,8 @@ def value_of(node: cst.BaseExpression, scope: Scope):
                 raise Unknown("super call")
             if isinstance(base, Pack):
                 return _pack_call(base, node.func.attr.value, node, scope)
+            if isinstance(base, ModRef) and isinstance(base.obj, nn.Module) and node.func.attr.value in _CASTS:
+                return _module_cast(base, node, scope)
         return _call(node, scope)
     if isinstance(node, cst.BinaryOperation):
         left, right = _plain(value_of(node.left, scope)), _plain(value_of(node.right, scope))
@@ -320,7 +348,7 @@ def representation(value) -> cst.BaseExpression | None:
     if isinstance(value, ModRef):
         return value.path
     if isinstance(value, Alias):
-        return cst.Name(value.name)
+        return cst.Name(value.name) if value.attr is None else cst.Attribute(cst.Name(value.name), cst.Name(value.attr))
     if isinstance(value, Static) and is_literal(value.value):
         return to_node(value.value)
     return None

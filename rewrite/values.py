@@ -60,15 +60,16 @@ class ModRef:
 
 
 class Alias:
-    """A run-time value known to be held by the variable `name` (an element of a Pack)."""
+    """A run-time value known to be held by the variable `name` (an element of a Pack), or by its
+    attribute `attr` (`probe.dtype`)."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "attr")
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, name: str, attr: str | None = None):
+        self.name, self.attr = name, attr
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Alias) and self.name == other.name
+        return isinstance(other, Alias) and (self.name, self.attr) == (other.name, other.attr)
 
     def __repr__(self) -> str:
         return f"Alias({self.name})"

@@ -223,3 +223,28 @@ def test_higher_order_ops_in_forms_dycl_cannot_read():
     assert "error: `cond` called in a form dycl cannot read [higher-order-op]" in text
     assert "Hint: pass the branch functions and a tuple literal of operands, e.g. `(x, h)`" in text
     assert "error: a lambda given to `while_loop` does not take its operands [higher-order-op]" in text
+
+
+def test_run_time_value_stored_on_the_model_is_reported(tmp_path, monkeypatch):
+    src = tmp_path / "cache_state.py"
+    src.write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n\n"
+        "    def forward(self, x):\n"
+        "        self.input_dtype = x.dtype\n"
+        "        self.cache = self.fc(x)\n"
+        "        return self.cache.to(self.input_dtype)\n\n\n"
+        "def get_model():\n    return M()\n\n\n"
+        "def get_inputs():\n    return (torch.randn(1, 4),)\n")
+    monkeypatch.chdir(tmp_path)
+    spec = load_model_file(str(src))
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    assert [d.kind for d in info.value.diagnostics] == ["module-state"]  # the dtype is accepted
+    assert info.value.format().startswith(
+        "cache_state.py:12:9: error: forward stores a run-time value on the model [module-state]\n"
+        "            self.cache = self.fc(x)\n"
+        "            ^\n")
