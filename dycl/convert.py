@@ -243,12 +243,24 @@ def region_loops(program) -> dict[str, str]:
     return found
 
 
+def _dtype_test(test) -> bool:
+    """A test that reads dtypes and no sizes (`x.dtype != torch.float32`): the signature fixes it."""
+    import libcst as cst
+
+    from rewrite.walk import find
+
+    attrs = {a.attr.value for a in find(test, cst.Attribute)}
+    return "dtype" in attrs and not attrs & {"shape", "ndim", "size", "dim", "numel"} \
+        and not any(isinstance(c.func, cst.Name) and c.func.value == "len" for c in find(test, cst.Call))
+
+
 def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
-    """Shape-determined decisions that went one way on every run, when no input dim is dynamic."""
-    if st.spec.dynamic:
-        return {}
+    """Shape-determined decisions that went one way on every run, when no input dim is dynamic
+    (and those on dtypes alone, which no dim changes)."""
     fixed = {}
     for d in st.program.decisions:
+        if st.spec.dynamic and not _dtype_test(d.test):
+            continue
         arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
         if d.dclass == "shape" and len(arms) == 1:
             fixed[d.decision] = arms.pop()

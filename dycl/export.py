@@ -74,7 +74,8 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
         raise ExportError(f"region {record.name} ({origin}) turns a tensor into a Python value, which "
                           f"tracing would freeze into the graph: {frozen[0].message}")
     model = onnx.load(path)
-    if repair_nan(model, COMMON):
+    repaired = repair_nan(model, COMMON)
+    if _reshape_allows_zero(model.graph) or repaired:
         onnx.save(model, path)
     graph = model.graph
     feeds = [int(i.name[1:]) for i in graph.input]
@@ -108,6 +109,29 @@ def _attention_shape_check(warning) -> bool:
         return False
     lines, first = inspect.getsourcelines(functional.multi_head_attention_forward)
     return warning.filename == inspect.getsourcefile(functional) and first <= warning.lineno < first + len(lines)
+
+
+def _reshape_allows_zero(graph) -> bool:
+    """A Reshape to a shape computed at run time keeps a 0 as a size of 0, as torch does.
+
+    ONNX reads a 0 in the shape as "copy this dim from the input" unless allowzero
+    is set; torch never means that, and `h.reshape(batch, seq, d)` with seq = 0 then
+    asked for the wrong shape. Constant shapes the exporter writes keep its meaning.
+    """
+    constants = {i.name for i in graph.initializer}
+    constants |= {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+    changed = False
+    for node in graph.node:
+        if node.op_type != "Reshape" or len(node.input) < 2 or node.input[1] in constants:
+            continue
+        flags = [a for a in node.attribute if a.name == "allowzero"]
+        if flags and flags[0].i == 1:
+            continue
+        for flag in flags:
+            node.attribute.remove(flag)
+        node.attribute.append(onnx.helper.make_attribute("allowzero", 1))
+        changed = True
+    return changed
 
 
 def _fresh(example: list) -> tuple:

@@ -216,9 +216,12 @@ class Builder:
             host(node.with_changes(value=value))
             # A scalar set inside a loop or a run-time branch depends on how execution went.
             derived = info.value or self._dynamic_depth > 0
-            if not derived and not info.needs_hoist and info.vtype == SCALAR and len(targets) == 1 \
-                    and isinstance(targets[0], cst.Name):
-                self._shape_defs[targets[0].value] = stmt
+            if not derived and not info.needs_hoist and info.vtype == SCALAR and len(targets) == 1:
+                target = targets[0]  # `n = x.shape[0]`, and `b, n, d = x.shape` too
+                plain = isinstance(target, cst.Name) or isinstance(target, (cst.Tuple, cst.List)) \
+                    and all(isinstance(el.value, cst.Name) for el in target.elements)
+                for name in _target_names(target) if plain else ():
+                    self._shape_defs[name] = stmt
             for t in targets:
                 if isinstance(t, cst.Name):
                     kinds.set(t.value, info.vtype, derived)

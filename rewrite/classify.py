@@ -15,6 +15,10 @@ from .roll import dynamic_roll
 __all__ = ["Kinds", "analyze", "list_join", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
 
 SHAPE_ATTRS = {"shape", "ndim"}
+# torch dtypes the host spells as numpy's: `x.dtype != torch.float32` is decided like a shape.
+_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "double": "float64", "float16": "float16",
+           "half": "float16", "int64": "int64", "long": "int64", "int32": "int32", "int": "int32", "int16": "int16",
+           "int8": "int8", "uint8": "uint8", "bool": "bool_"}
 SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
 SYNC_METHODS = {"item", "tolist"}
 SYNC_BUILTINS = {"int", "float", "bool"}
@@ -200,6 +204,12 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
             vtype = TENSOR if any(b.vtype == TENSOR for b in branches) else branches[0].vtype
             return Info(vtype, True, needs_hoist=test.needs_hoist or any(not b.host or b.needs_hoist for b in branches),
                         value=test.value or any(b.value for b in branches))
+    if isinstance(node, cst.Comparison) and all(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in node.comparisons):
+        sides = [node.left] + [c.comparator for c in node.comparisons]
+        if all(_torch_dtype(p) or isinstance(p, cst.Attribute) and p.attr.value == "dtype" for p in sides):
+            bases = [analyze(p.value, kinds) for p in sides if not _torch_dtype(p)]
+            if all(b.vtype == TENSOR for b in bases):  # `x.dtype != torch.float32`: decided like a shape
+                return Info(SCALAR, True, needs_hoist=any(not b.host for b in bases))
     if isinstance(node, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons) \
             and all(isinstance(p, cst.Name) for p in [node.left] + [c.comparator for c in node.comparisons]):
         return Info(SCALAR, True)  # `h is None`: identity, whatever h holds
@@ -278,8 +288,11 @@ def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
     if isinstance(node, cst.UnaryOperation):
         return node.with_changes(expression=sub(node.expression))
     if isinstance(node, cst.Comparison):
-        return node.with_changes(left=sub(node.left), comparisons=[
-            c.with_changes(comparator=sub(c.comparator)) for c in node.comparisons])
+        def side(p):  # `x.dtype` of a region value: compute x, read its dtype in the host
+            return p.with_changes(value=sub(p.value)) if isinstance(p, cst.Attribute) and p.attr.value == "dtype" \
+                else sub(p)
+        return node.with_changes(left=side(node.left), comparisons=[
+            c.with_changes(comparator=side(c.comparator)) for c in node.comparisons])
     if isinstance(node, cst.IfExp):
         return node.with_changes(test=sub(node.test), body=sub(node.body), orelse=sub(node.orelse))
     if isinstance(node, cst.FormattedString):
@@ -319,12 +332,23 @@ class _RegionForm(cst.CSTTransformer):
         return updated
 
 
+def _torch_dtype(node) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "torch" \
+        and node.attr.value in _DTYPES
+
+
 class _HostForm(cst.CSTTransformer):
-    """torch shape methods as their numpy spelling: `x.size(0)` → `x.shape[0]`."""
+    """torch shape methods and dtypes as their numpy spelling: `x.size(0)` → `x.shape[0]`,
+    `torch.float32` → `np.float32`."""
 
     def __init__(self, kinds: Kinds):
         super().__init__()
         self.kinds = kinds
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if _torch_dtype(original):
+            return cst.Attribute(cst.Name("np"), cst.Name(_DTYPES[original.attr.value]))
+        return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         if list_join(original, self.kinds):
