@@ -298,9 +298,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 for t in node.targets:
                     self.bind(t.target, static if isinstance(t.target, cst.Name) else as_tuple(static), frame, line)
                 return False
-            targets = [t.with_changes(target=fold(t.target, scope) if not isinstance(t.target, cst.Name) else
-                                      cst.Name(self._local(t.target.value, frame))) for t in node.targets]
-            targets = [t.with_changes(target=self._rename_targets(t.target, frame)) for t in targets]
+            targets = [t.with_changes(target=self._store_target(t.target, frame)) for t in node.targets]
             for n in names:
                 self._set_dynamic(n, frame)
             out.append(Stmt(node.with_changes(targets=targets, value=value), origin))
@@ -412,15 +410,17 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         frame.scope.poisoned.discard(name)
         frame.scope.rename.setdefault(name, name)
 
-    def _rename_targets(self, target, frame):
-        if isinstance(target, cst.Name):
-            return cst.Name(self._local(target.value, frame))
+    def _store_target(self, target, frame):
+        """An assignment target as the region writes it: names renamed (never folded to the value they
+        held), subscripts and attributes folded."""
         if isinstance(target, (cst.Tuple, cst.List)):
-            return target.with_changes(elements=[el.with_changes(value=self._rename_targets(el.value, frame))
+            return target.with_changes(elements=[el.with_changes(value=self._store_target(el.value, frame))
                                                  for el in target.elements])
         if isinstance(target, cst.StarredElement):
-            return target.with_changes(value=self._rename_targets(target.value, frame))
-        return target
+            return target.with_changes(value=self._store_target(target.value, frame))
+        if isinstance(target, cst.Name):
+            return cst.Name(self._local(target.value, frame))
+        return fold(target, frame.scope)
 
     def _writes_self(self, target, frame) -> bool:
         node = target
