@@ -68,7 +68,7 @@ def _is_wrapper(func) -> bool:
 def _defining_class(cls: type, func) -> type:
     """The class in `cls`'s MRO that holds `func` (under any name: `cls._apply_gate = _default_gate`)."""
     for klass in cls.__mro__:
-        if any(v is func for v in vars(klass).values()):
+        if any(v is func or inspect.unwrap(v) is func for v in vars(klass).values() if callable(v)):
             return klass
     return cls
 
@@ -175,8 +175,12 @@ class Inlining:
                         "recursive helpers cannot be unrolled", "rewrite the recursion as a loop over a fixed range")
             return
         params = list(inspect.signature(func, follow_wrapped=False).parameters.values())
-        if owner is not None:
+        receiver = None
+        if owner is not None and params and params[0].kind in (params[0].POSITIONAL_ONLY,
+                                                                params[0].POSITIONAL_OR_KEYWORD):
             params = params[1:]
+        elif owner is not None:  # a wrapper `wrapped(*args, **kwargs)` receives the module in args[0]
+            receiver, owner = owner, None
         label = func.__qualname__
         rename = self._rename_map(func, src)
         scope = Scope({}, _closure_globals(func), dict(rename), owner, klass, self.state)
@@ -186,15 +190,20 @@ class Inlining:
             scope.env["self"] = owner
         callee = Frame(src, scope, label, result if result is not None else "")
         origin = self.origin(frame, line)
-        bound = self._bind_arguments(call, func, params, label, frame, out, line)
+        bound = self._bind_arguments(call, func, params, label, frame, out, line, receiver)
         if bound is None:
             return
+        first = next(iter(bound.values()), None)
+        if owner is None and "." in func.__qualname__ and first is not None and first[0] == "value" \
+                and isinstance(first[1], ModRef) and isinstance(first[1].obj, nn.Module):
+            # a method reached as a plain function (`forward_func(self, *args)` in a wrapper): its self
+            scope.self_ref, scope.cls = first[1], _defining_class(type(first[1].obj), func)
         assigned = assigned_names(src.node.body)
         for name, (kind, arg) in bound.items():
             if kind == "value":
-                if isinstance(arg, Alias) and name not in assigned:
+                if isinstance(arg, Alias) and arg.attr is None and name not in assigned:
                     scope.rename[name] = arg.name
-                elif isinstance(arg, Alias):
+                elif isinstance(arg, Alias) and arg.attr is None:
                     out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.rename[name]))],
                                                cst.Name(arg.name)), origin))
                 else:
@@ -226,13 +235,14 @@ class Inlining:
             return
         out.extend(splice_returns(body))
 
-    def _bind_arguments(self, call: cst.Call, func, params: list, label: str, frame: Frame, out: list, line):
+    def _bind_arguments(self, call: cst.Call, func, params: list, label: str, frame: Frame, out: list, line,
+                        receiver=None):
         """Match a call's arguments to `params` at conversion time: {name: ("expr", node) | ("value", value)}.
 
         `*x` and `**x` spread a Pack (the arguments a `*args`/`**kwargs` received) or a static tuple or
         dict; a `*args`/`**kwargs` parameter receives a Pack of what is left over. None after an error.
         """
-        positional: list = []
+        positional: list = [("value", receiver)] if receiver is not None else []
         keywords: dict = {}
         for arg in call.args:
             if not arg.star:

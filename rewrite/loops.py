@@ -11,7 +11,7 @@ import libcst as cst
 
 from .cfg import IfNode, LoopNode, Stmt
 from .jumps import Frame, assigned_names, has_break, has_jump, splice, terminates
-from .staticeval import fold, iteration_items, representation
+from .staticeval import fold, iteration_items, representation, value_of
 from .values import ModRef, Static, Unknown
 from .walk import find
 
@@ -84,6 +84,11 @@ class LoopLowering:
     def _tensor_iterable(iterable, frame: Frame) -> bool:
         """A run-time value iterated along its first axis: a tensor (`for row in t`, `for i in m.nonzero()`)
         or a list built at run time. Dict views and zips have no index and stay unsupported."""
+        try:
+            if isinstance(value_of(iterable, frame.scope), (ModRef, Static)):
+                return False  # fixed by the model, yet not something a loop can step: reported
+        except Exception:
+            pass
         if isinstance(iterable, (cst.Name, cst.Attribute, cst.Subscript)):
             return True
         return isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \

@@ -26,7 +26,7 @@ from .state import AttributeWrites
 from .names import Namespace
 from .source import FunctionSource, function_source
 from .staticeval import Scope, _target_names, fold, representation, value_of
-from .values import ModRef, Pack, Static, Unknown, is_literal, to_node
+from .values import NOT_NONE, ModRef, Pack, Static, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
@@ -301,6 +301,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             targets = [t.with_changes(target=self._store_target(t.target, frame)) for t in node.targets]
             for n in names:
                 self._set_dynamic(n, frame)
+            for t in node.targets:
+                self._mark_not_none(t.target, value, frame)
             out.append(Stmt(node.with_changes(targets=targets, value=value), origin))
             return False
         if isinstance(node, cst.AnnAssign):
@@ -409,6 +411,16 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         frame.scope.env.pop(name, None)
         frame.scope.poisoned.discard(name)
         frame.scope.rename.setdefault(name, name)
+
+    def _mark_not_none(self, target, value, frame: Frame) -> None:
+        """`a, b = x[:, :1], x[:, 1:]`: names assigned a slice or arithmetic are never None."""
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+                and len(target.elements) == len(value.elements):
+            for t, v in zip(target.elements, value.elements):
+                self._mark_not_none(t.value, v.value, frame)
+        elif isinstance(target, cst.Name) and isinstance(value, (cst.Subscript, cst.BinaryOperation)) \
+                and not frame.variant(target.value):
+            frame.scope.env[target.value] = NOT_NONE
 
     def _store_target(self, target, frame):
         """An assignment target as the region writes it: names renamed (never folded to the value they

@@ -15,7 +15,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, ModRef, Pack, Static, Unknown, is_literal, static_python_value,
+from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, ModRef, NotNone, Pack, Static, Unknown, is_literal, static_python_value,
                      to_node)
 
 __all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
@@ -332,7 +332,11 @@ def _none_test(left: cst.BaseExpression, right: cst.BaseExpression, scope: Scope
     """`self.cls_token is None`: whether a model attribute holding a tensor (or None) is None."""
     if isinstance(left, cst.Name) and left.value == "None":
         left, right = right, left
-    if not (isinstance(right, cst.Name) and right.value == "None" and isinstance(left, cst.Attribute)):
+    if not (isinstance(right, cst.Name) and right.value == "None"):
+        return None
+    if isinstance(left, cst.Name) and isinstance(scope.env.get(left.value), NotNone):
+        return False
+    if not isinstance(left, cst.Attribute):
         return None
     try:
         base = value_of(left.value, scope)

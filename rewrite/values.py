@@ -9,7 +9,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-__all__ = ["Static", "ModRef", "Alias", "Pack", "Unknown", "to_node", "is_literal", "SAFE_CALLS", "BINOPS", "CMPOPS"]
+__all__ = ["Static", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "Unknown", "to_node", "is_literal", "SAFE_CALLS", "BINOPS", "CMPOPS"]
 
 
 class Unknown(Exception):
@@ -73,6 +73,22 @@ class Alias:
 
     def __repr__(self) -> str:
         return f"Alias({self.name})"
+
+
+class NotNone:
+    """A run-time value that cannot be None (it was assigned a slice or arithmetic of tensors): only
+    `name is None` folds."""
+
+    __slots__ = ()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, NotNone)
+
+    def __repr__(self) -> str:
+        return "NotNone"
+
+
+NOT_NONE = NotNone()
 
 
 class Pack:
