@@ -1,7 +1,7 @@
 """The library corpus: transformers and timm modules, unmodified, with tiny random configs.
 
-Each converts on onnxruntime, matches the library code on inputs that take several paths
-(η = 0, δ ≤ 1e-4) and takes at most 30 s to convert here.
+Each converts on onnxruntime and matches the library code on inputs that take several paths
+(η = 0, δ ≤ 1e-4). Conversion times are measured by scripts/bench_corpus.py, not asserted here.
 """
 import os
 
@@ -23,4 +23,3 @@ def test_corpus_model_converts_and_matches(converted, name):
     assert result.check.passed, result.check.failure
     assert result.check.eta == 0 and result.check.delta <= 1e-4
     assert result.check.paths >= MODELS[name]
-    assert sum(result.timings.values()) <= 30
