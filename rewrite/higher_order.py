@@ -29,6 +29,7 @@ from __future__ import annotations
 import libcst as cst
 import torch
 
+from .build import substitute
 from .staticeval import value_of
 from .values import Static
 from .walk import find
@@ -57,27 +58,6 @@ def _args(call: cst.Call, names: list[str]) -> dict[str, cst.BaseExpression] | N
     return bound
 
 
-class _Substitute(cst.CSTTransformer):
-    """A lambda's body with its parameters replaced by names."""
-
-    def __init__(self, mapping: dict[str, str]):
-        super().__init__()
-        self.mapping = mapping
-        self.skip: set[int] = set()
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.skip.add(id(node.attr))
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None:
-            self.skip.add(id(node.keyword))
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        if id(original) in self.skip or original.value not in self.mapping:
-            return updated
-        return cst.Name(self.mapping[original.value])
-
-
 def _apply(fn: cst.BaseExpression, operands: list[str]) -> cst.BaseExpression | None:
     """`fn(*operands)` as an expression; a lambda's body with its parameters bound."""
     if isinstance(fn, cst.Lambda):
@@ -86,7 +66,7 @@ def _apply(fn: cst.BaseExpression, operands: list[str]) -> cst.BaseExpression | 
                 or params.kwonly_params or params.star_kwarg or params.posonly_params \
                 or len(params.params) != len(operands):
             return None
-        return fn.body.visit(_Substitute({p.name.value: o for p, o in zip(params.params, operands)}))
+        return substitute(fn.body, {p.name.value: cst.Name(o) for p, o in zip(params.params, operands)})
     return cst.Call(fn, [cst.Arg(cst.Name(o)) for o in operands])
 
 
