@@ -76,7 +76,9 @@ class Builder:
             return name
 
         test = hoist(node.test, kinds, tracking)
-        value = bool(emitted) or analyze(test, kinds).value
+        info = analyze(test, kinds)
+        # `if t:` of a tensor reads its value, like `bool(t)`: never a shape decision, which may be folded
+        value = bool(emitted) or info.value or info.vtype == TENSOR
         flush()
         test = to_host(test, kinds)
         decision = self.decision_names.fresh(f"L{node.origin.first}")
@@ -245,6 +247,9 @@ class Builder:
             info = analyze(node.value, kinds)
             if info.host:
                 host(node.with_changes(value=hoist(node.value, kinds, emit)))
+                changed = _changed_container(node.value, kinds)
+                if changed is not None and self._dynamic_depth > 0:  # `feats.append(h)` under a run-time if
+                    kinds.set(changed, CONTAINER, True)
             else:
                 region()
             return
@@ -313,6 +318,17 @@ class Builder:
         region = Region(self.region_names.fresh(f"{_hint(stmts)}_L{stmts[0].origin.first}"), stmts, [], [], origin)
         self.regions.append(region)
         return region
+
+
+_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear"}
+
+
+def _changed_container(expr, kinds: Kinds) -> str | None:
+    """The container variable `expr` changes the length of (`feats.append(h)`), if any."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MUTATORS \
+            and isinstance(expr.func.value, cst.Name) and kinds.get(expr.func.value.value) == CONTAINER:
+        return expr.func.value.value
+    return None
 
 
 def _lowered_writes(nodes: list) -> set[str]:

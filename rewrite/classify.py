@@ -169,8 +169,9 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
                 return Info(SCALAR, True, value=True)
             if name in SYNC_BUILTINS and len(infos) == 1 and infos[0].vtype == TENSOR:
                 return Info(SCALAR, True, needs_hoist=not infos[0].host, value=True)
-            if name == "len" and len(infos) == 1:
-                return Info(SCALAR, True, needs_hoist=not infos[0].host)
+            if name == "len" and len(infos) == 1:  # a list's length is as data-dependent as its appends
+                return Info(SCALAR, True, needs_hoist=not infos[0].host,
+                            value=infos[0].vtype == CONTAINER and infos[0].value)
             if all(i.vtype != TENSOR for i in infos):
                 return Info(SCALAR, True, needs_hoist=any(i.needs_hoist for i in infos),
                             value=any(i.value for i in infos))

@@ -1,0 +1,26 @@
+"""A decision is shape-determined only where no tensor value can change it: those may be folded
+when every run took one arm. Everything else stays a run-time decision."""
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import MODELS
+
+import dycl
+
+
+@pytest.mark.parametrize("fuse", ["none", "all"])
+def test_tensor_truthiness_and_list_length_are_value_decisions(converted, fuse):
+    path = os.path.join(MODELS, "value_truthiness.py")
+    result = converted(path, check=10, fuse=fuse)
+    assert result.check.passed, result.check.failure
+    assert [d.dclass for d in result.program.decisions] == ["value"] * 5
+    assert result.program.static_decisions == 0
+    net = dycl.load(result.out)
+    # The arms no sample takes: t == 0, and two or three of the three gates open.
+    for x in (torch.zeros(1, 2), torch.full((1, 2), 2.5), torch.full((1, 2), 5.0)):
+        with torch.no_grad():
+            expected = result.spec.model(x).numpy()
+        np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-6)
