@@ -44,7 +44,7 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
     names = Namespace(_all_names(src.node))
     evaluator = PartialEvaluator(model, names)
     forward_params = [p.name.value for p in src.node.params.params][1:]
-    evaluator.tensor_inputs = {p for p, v in zip(forward_params, example_inputs) if isinstance(v, torch.Tensor)}
+    evaluator.tensor_inputs = {p: p for p, v in zip(forward_params, example_inputs) if isinstance(v, torch.Tensor)}
     params, lowered, origin = evaluator.lower_forward()
     if evaluator.diagnostics:
         raise ConversionError(evaluator.diagnostics)

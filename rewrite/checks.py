@@ -43,6 +43,24 @@ def _reads(expr: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
+# Tensor methods whose result shares its input's storage.
+_VIEWS = {"view", "view_as", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "permute", "t", "expand",
+          "expand_as", "narrow", "select", "detach", "unflatten", "movedim", "as_strided", "unfold", "diagonal"}
+
+
+def _viewed(value) -> cst.Name | None:
+    """The variable `value` is a view of (`x`, `x[0]`, `x.view(2, -1)`, `x.T`), if any."""
+    while True:
+        if isinstance(value, cst.Name):
+            return value
+        if isinstance(value, cst.Subscript) or isinstance(value, cst.Attribute) and value.attr.value in ("T", "mT", "data"):
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _VIEWS:
+            value = value.func.value
+        else:
+            return None
+
+
 def _base(target) -> cst.BaseExpression:
     while isinstance(target, (cst.Attribute, cst.Subscript)):
         target = target.value
@@ -52,7 +70,7 @@ def _base(target) -> cst.BaseExpression:
 class ExpressionChecks:
     """Mixed into the partial evaluator: `_check_expression` and `_check_mutation` report with `_error`."""
 
-    tensor_inputs: set[str]  # forward's tensor parameters not yet rebound
+    tensor_inputs: dict[str, str]  # names holding (a view of) a tensor parameter -> that parameter
 
     def _static_name(self, name: str, frame: Frame, bound: set[str]) -> bool:
         if name in bound:
@@ -128,9 +146,14 @@ class ExpressionChecks:
             return
         targets: list = []
         if isinstance(node, cst.Assign):
+            viewed = _viewed(node.value)
+            source = self.tensor_inputs.get(viewed.value) if viewed is not None else None
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
-                    self.tensor_inputs.discard(t.target.value)
+                    if source is None:
+                        self.tensor_inputs.pop(t.target.value, None)
+                    else:  # `h = x`, `h = x[0]`, `h = x.view(...)`: h shares x's storage
+                        self.tensor_inputs[t.target.value] = source
                 elif isinstance(t.target, cst.Subscript):  # `self.x = ...`: see PartialEvaluator._writes_self
                     targets.append(t.target)
         elif isinstance(node, cst.AugAssign):
@@ -145,7 +168,9 @@ class ExpressionChecks:
             if not isinstance(base, cst.Name):
                 continue
             if base.value in self.tensor_inputs:
-                self._error("input-mutation", frame.src, target, f"forward changes its input `{base.value}` in place",
+                source = self.tensor_inputs[base.value]
+                through = "" if source == base.value else f" (through `{base.value}`, which shares its storage)"
+                self._error("input-mutation", frame.src, target, f"forward changes its input `{source}` in place{through}",
                             "the package works on a copy of each input, so the caller would not see the change",
                             f"compute into a new tensor (`{base.value} = {base.value} + ...`) instead")
             elif base.value == "self" and target is not base:

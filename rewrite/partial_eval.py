@@ -39,7 +39,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self.model = model
         self.names = names
         self.diagnostics: list[Diagnostic] = []
-        self.tensor_inputs: set[str] = set()  # forward's tensor parameters (see ExpressionChecks)
+        self.tensor_inputs: dict[str, str] = {}  # forward's tensor parameters and their views (see ExpressionChecks)
         self.static_decisions = 0
         self._renames: dict[object, dict[str, str]] = {}
         self.globals: dict = {}

@@ -180,7 +180,13 @@ tests/models/bad_inplace.py:19:9: error: forward updates the model's state in pl
   Explanation: the compiled package has no mutable model state
   Hint: keep the value in a local variable and return it
 
-4 errors: the model cannot be converted as written."""),
+tests/models/bad_inplace.py:21:9: error: forward changes its input `x` in place (through `rows`, which shares its storage) [input-mutation]
+            rows.mul_(2)
+            ^
+  Explanation: the package works on a copy of each input, so the caller would not see the change
+  Hint: compute into a new tensor (`rows = rows + ...`) instead
+
+5 errors: the model cannot be converted as written."""),
 ]
 
 

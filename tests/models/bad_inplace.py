@@ -1,4 +1,4 @@
-"""In-place updates of an input and of a buffer."""
+"""In-place updates of an input (directly and through a view) and of a buffer."""
 
 import torch
 import torch.nn as nn
@@ -17,6 +17,8 @@ class M(nn.Module):
         x[0] = 0
         self.count += 1
         self.count.add_(1)
+        rows = x[1:]
+        rows.mul_(2)
         return h * self.count + x
 
 
