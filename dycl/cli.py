@@ -1,6 +1,7 @@
 """The `dycl` command line."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -62,18 +63,26 @@ def main() -> None:
               help="TVM: regions compiled at once, each in its own process  [default: one per core]")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="Stop the whole conversion after this long, leaving no output  [default: no limit]")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="TVM: compile and tune regions here (local) or as tasks on a Ray cluster (needs --target).")
+@click.option("--address", metavar="ADDR", help="Ray cluster to join (default: $RAY_ADDRESS, else start Ray here).")
 def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, fuse, tune_trials,
-            tune_budget, jobs, timeout) -> None:
+            tune_budget, jobs, timeout, executor, address) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
 
     from .convert import ConvertOptions, StepFailed, TimedOut, convert as run_convert
+    from .executors.cluster import RayMissing
     from .modelfile import ModelFileError
     from .outdir import OutputError
     from .package import summary
 
     if tune_trials and backend not in ("tvm", "auto"):
         raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm or --backend auto")
+    if executor == "ray" and backend not in ("tvm", "auto"):
+        raise click.UsageError("--executor ray compiles TVM regions on a cluster: use it with --backend tvm or auto "
+                               "(onnxruntime compiles a region in milliseconds, here)")
+    _explicit_target(executor, backend, target)
     console = Console(stderr=True)
     opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed,
                           list(dynamic) or None)
@@ -110,7 +119,13 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
 
             if tune_trials:
                 opts.tune = _tune_settings(tune_trials, tune_budget, on_tune)
-            result = run_convert(opts, on_step, on_progress)
+            with _compiler(executor, address) as compile_all:
+                if compile_all is not None:
+                    opts.compile_all = compile_all
+                result = run_convert(opts, on_step, on_progress)
+    except RayMissing as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
     except OutputError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -133,6 +148,30 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
         sys.exit(1)
     info = summary(result)
     _print_summary(Console(), info, result.out, time.perf_counter() - start)
+
+
+def _explicit_target(executor: str, backend: str, target: str | None) -> None:
+    if executor == "ray" and backend in ("tvm", "auto") and not target:
+        raise click.UsageError("--executor ray compiles TVM code on other nodes: give --target (e.g. "
+                               '\'{"kind": "llvm", "mcpu": "skylake"}\'), so that the package does not depend on '
+                               "which node compiled it")
+
+
+@contextlib.contextmanager
+def _compiler(executor: str, address: str | None):
+    """compile_all for the executor: None (the local compile pool), or Ray tasks on the cluster at `address`."""
+    if executor == "local":
+        yield None
+        return
+    from .executors.cluster import connect
+    from .executors.ray_compile import RayCompiler
+
+    with connect(address):
+        compiler = RayCompiler()
+        try:
+            yield compiler.compile_all
+        finally:
+            compiler.close()
 
 
 def _tune_settings(trials: int, budget: float, progress):
@@ -193,14 +232,38 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
 @click.option("--check", "check_n", type=click.IntRange(min=0), default=20, show_default=True,
               help="Sample inputs each package is checked on.")
 @click.option("--force", is_flag=True, help="Convert every model, even unchanged ones.")
-def zoo(folder, out, backend, jobs, timeout, check_n, force) -> None:
+@click.option("--fuse", type=click.Choice(["measured", "all", "none"]), default="measured", show_default=True,
+              help="As dycl convert's --fuse (all and none give the same packages every time).")
+@click.option("--target", metavar="JSON", help="TVM target (default: this machine's CPU; required with ray).")
+@click.option("--tune", "tune_trials", type=click.IntRange(min=0), default=0, metavar="TRIALS",
+              help="TVM: MetaSchedule trials per kernel (records shared by every model).")
+@click.option("--tune-budget", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="Stop tuning a model after this long.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Convert in worker processes here (local) or as tasks on a Ray cluster (ray).")
+@click.option("--address", metavar="ADDR", help="Ray cluster to join (default: $RAY_ADDRESS, else start Ray here).")
+@click.option("--cpus-per-model", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True,
+              help="ray: CPUs each model's task holds.")
+@click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True,
+              help="ray: times a model's task runs again after its worker or node died.")
+def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_trials, tune_budget, executor,
+        address, cpus_per_model, retries) -> None:
     """Convert every model file in FOLDER into OUT/<model>, with a report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from .executors import ExecutorError
+    from .executors.cluster import RayMissing
     from .outdir import OutputError, check_zoo_output
-    from .zoo import ZooOptions, model_files, run_zoo, write_report
+    from .zoo import ZooOptions, model_files, run_zoo, tuning_totals, write_report
 
+    if tune_trials and backend != "tvm":
+        raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm")
+    _explicit_target(executor, backend, target)
+    if tune_trials:
+        _tune_settings(tune_trials, 1, None)  # the 'tune' extra is installed
     opts = ZooOptions(folder, out, backend, jobs, timeout, force, check_n)
+    opts.fuse, opts.target, opts.tune, opts.tune_budget = fuse, target, tune_trials, tune_budget
+    opts.executor, opts.address, opts.cpus_per_model, opts.retries = executor, address, cpus_per_model, retries
     try:
         check_zoo_output(out)
     except OutputError as exc:
@@ -228,7 +291,7 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force) -> None:
 
         try:
             rows = run_zoo(opts, on_event)
-        except OutputError as exc:
+        except (OutputError, ExecutorError, RayMissing) as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
     write_report(out, rows)
@@ -246,6 +309,10 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force) -> None:
     for r in rows:
         if r["status"] != "ok":
             console.print(f"[red]{r['model']}[/]: {r.get('error', '')}")
+    tuning = tuning_totals(rows)
+    if tuning:
+        console.print(f"tuning: {tuning['kernels_tuned']} kernels tuned for {tuning['kernel_uses']} kernel uses "
+                      f"({tuning['from_records']} found records)")
     console.print(f"report: {os.path.join(out, 'report.md')}")
     if any(r["status"] != "ok" for r in rows):
         sys.exit(1)

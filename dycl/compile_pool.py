@@ -25,8 +25,23 @@ __all__ = ["compile_all", "CompileFailed", "usable_cores"]
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (fewer than the machine's under taskset or a container's cpuset)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """The cores this process may run on: fewer than the machine's under taskset or a container's cpuset, and
+    in a Ray task the CPUs Ray granted it (so that compile pools nested in tasks do not oversubscribe a node)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    granted = _ray_granted_cpus()
+    return max(1, min(cores, granted)) if granted is not None else cores
+
+
+def _ray_granted_cpus() -> int | None:
+    """The CPUs of the Ray task (or actor) this process is running, or None outside one (a driver, no Ray)."""
+    ray = sys.modules.get("ray")  # a process that never imported Ray is not a Ray worker
+    if ray is None or not ray.is_initialized():
+        return None
+    context = ray.get_runtime_context()
+    if context.worker.mode != ray.WORKER_MODE:
+        return None
+    cpus = context.get_assigned_resources().get("CPU")
+    return int(-(-cpus // 1)) if cpus else None  # a fraction of a CPU is one core
 
 
 class CompileFailed(RuntimeError):

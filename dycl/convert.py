@@ -45,7 +45,7 @@ def _quiet(step: str, detail: str, done: int, total: int) -> None:
 
 class ConvertOptions:
     __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
-                 "target", "fuse", "tune", "jobs", "timeout")
+                 "target", "fuse", "tune", "jobs", "timeout", "source", "compile_all")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
@@ -60,6 +60,12 @@ class ConvertOptions:
         self.tune = None  # backends.tvm_tune.TuneSettings: MetaSchedule for TVM regions
         self.jobs = usable_cores()  # processes compiling regions at once, where the backend is slow to compile
         self.timeout: float | None = None  # seconds the whole conversion may take (main thread only)
+        # The model file's path as the package records it (default: the file converted). A Ray task converts a
+        # copy of the driver's folder and records the driver's path, so the package does not depend on the node.
+        self.source: str | None = None
+        # How regions are compiled: compile_pool.compile_all (worker processes here) or, with `--executor ray`,
+        # executors.ray_compile.RayCompiler.compile_all (Ray tasks); the same signature and results.
+        self.compile_all = compile_all
 
     def make_backend(self, name: str | None = None):
         name = name or self.backend
@@ -113,6 +119,8 @@ class StepFailed(Exception):
 
 def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
     st.spec = load_model_file(opts.model_file, opts.model, opts.inputs, opts.dynamic)
+    if opts.source:
+        st.spec.path = opts.source
     if opts.fixed_sizes:
         _fix_sizes(st.spec, opts.fixed_sizes)
     unknown = set(st.spec.dynamic) - set(st.spec.params)
@@ -310,7 +318,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
         onnx_path = os.path.join(st.workdir, ".scratch", f"{region.name}.onnx")
         info = export_region(st.spec.model, fn, record, onnx_path, origin)
         exported.append((region, record, fn, origin, onnx_path, info))
-    artifacts = _Artifacts(st.workdir, st.compile_seconds, st.progress)
+    artifacts = _Artifacts(st.workdir, st.compile_seconds, st.progress, opts.compile_all)
     artifacts.prepare(backend, [(r.name, path) for r, _, _, _, path, info in exported if info["graph_leaves"]], opts.jobs)
     for k, (region, record, fn, origin, onnx_path, info) in enumerate(exported):
         st.progress("export", f"verifying region {region.name} ({origin}) on {backend.name}", k, total)
@@ -376,9 +384,10 @@ def _region_time(run, feeds, repeat: int = 30) -> float:
 class _Artifacts:
     """One artifact per distinct graph and backend: identical regions share it, and so does a failure."""
 
-    def __init__(self, workdir: str, seconds: dict[str, float], progress: Progress = _quiet):
+    def __init__(self, workdir: str, seconds: dict[str, float], progress: Progress = _quiet, compile=compile_all):
         self.workdir, self.seconds = workdir, seconds  # seconds: per artifact, its compiler's time
         self.progress = progress
+        self.compile = compile
         self.done: dict[tuple[str, str], str | Exception] = {}
         self.hashes: dict[str, str] = {}  # ONNX path -> content hash: each exported file is read once
 
@@ -398,7 +407,7 @@ class _Artifacts:
             self.progress("export", f"compiled {names[artifact]} with {backend.name}", done, len(jobs))
 
         self.progress("export", f"compiling {len(jobs)} graph(s) with {backend.name}", 0, len(jobs))
-        results = compile_all(backend, {os.path.join(self.workdir, a): p for a, p in jobs.values()}, processes,
+        results = self.compile(backend, {os.path.join(self.workdir, a): p for a, p in jobs.values()}, processes,
                               on_done=compiled)
         for key, (artifact, _) in jobs.items():
             result = results[os.path.join(self.workdir, artifact)]

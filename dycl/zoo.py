@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import multiprocessing
 import os
-import shutil
 import signal
 import statistics
 import sys
@@ -24,22 +22,36 @@ import time
 import traceback
 
 from . import __version__
-from .compile_pool import usable_cores
 from .outdir import OutputError, check_zoo_output, clean_stale
 from .runtime.verify import sha256_file
 
-__all__ = ["ZooOptions", "model_files", "cache_key", "local_sources", "run_zoo", "convert_one"]
+__all__ = ["ZooOptions", "model_files", "cache_key", "local_sources", "run_zoo", "convert_row", "convert_one",
+           "write_report", "tuning_totals"]
 
 CACHE_FILE = "zoo-cache.json"
 
 
 class ZooOptions:
-    __slots__ = ("folder", "out", "backend", "jobs", "timeout", "force", "check")
+    __slots__ = ("folder", "out", "backend", "jobs", "timeout", "force", "check", "fuse", "target", "tune",
+                 "tune_budget", "executor", "address", "cpus_per_model", "retries")
 
     def __init__(self, folder: str, out: str, backend: str = "onnxruntime", jobs: int = 1, timeout: float = 600,
                  force: bool = False, check: int = 20):
         self.folder, self.out, self.backend, self.jobs = folder, out, backend, jobs
         self.timeout, self.force, self.check = timeout, force, check
+        self.fuse = "measured"  # as dycl convert's --fuse
+        self.target: str | None = None  # TVM target (JSON); default: this machine's CPU (required with ray)
+        self.tune = 0  # MetaSchedule trials per kernel (0: default schedules)
+        self.tune_budget: float | None = None  # seconds of tuning per model
+        self.executor = "local"  # "local": worker processes here; "ray": Ray tasks (executors/)
+        self.address: str | None = None  # the Ray cluster (default: $RAY_ADDRESS, else a Ray instance started here)
+        self.cpus_per_model = 1.0  # CPUs a model's Ray task holds
+        self.retries = 2  # times Ray runs a model's task again after its worker or node died
+
+    def convert_options(self) -> dict:
+        """What each model's conversion is given (see zoo.convert_row)."""
+        return {"backend": self.backend, "check": self.check, "fuse": self.fuse, "target": self.target,
+                "tune": self.tune, "tune_budget": self.tune_budget}
 
 
 def model_files(folder: str) -> list[str]:
@@ -65,7 +77,12 @@ def cache_key(path: str, opts: ZooOptions) -> str:
     files = {os.path.abspath(path)} | {os.path.join(folder, f) for f in os.listdir(folder)
                                        if f.startswith(stem + ".") and not f.endswith(".py")}  # e.g. skipnet.pt
     h = hashlib.sha256()
-    h.update(json.dumps({"dycl": __version__, "backend": opts.backend, "check": opts.check}).encode())
+    settings = {"dycl": __version__, "backend": opts.backend, "check": opts.check}
+    # Options added later enter the key only when set, so that earlier zoos' caches stay valid. The executor
+    # never does: a zoo converted here and on a Ray cluster gives the same packages.
+    settings.update({k: v for k, v in (("fuse", opts.fuse), ("target", opts.target), ("tune", opts.tune))
+                     if v not in ("measured", None, 0)})
+    h.update(json.dumps(settings).encode())
     for f in sorted(files):
         h.update(os.path.basename(f).encode())
         with open(f, "rb") as fh:
@@ -156,21 +173,6 @@ def _latency(spec, package: str, n: int = 5, repeat: int = 10) -> tuple[float, f
     return statistics.median(eager) * 1e3, statistics.median(compiled) * 1e3
 
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(parent: int) -> None:
-    """Have the kernel kill this worker when the zoo that started it dies, even by SIGKILL (Linux)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the zoo kills its workers when it stops normally
-        return
-    if os.getppid() != parent:  # the zoo died before the request took effect
-        os._exit(1)
-
-
 @contextlib.contextmanager
 def _sigterm_as_interrupt():
     """SIGTERM stops the zoo like Ctrl-C does: workers are killed and temporary folders removed."""
@@ -188,14 +190,10 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, before)
 
 
-def convert_one(path: str, out: str, backend: str, check: int, result_file: str, compile_jobs: int = 1,
-                parent: int | None = None) -> None:
-    """Worker: convert one model, compiling `compile_jobs` regions at once; write its row to `result_file`.
-
-    With `parent` (the zoo's process id), the worker dies with that process.
-    """
-    if parent is not None:
-        _die_with_parent(parent)
+def convert_row(path: str, out: str, options: dict, compile_jobs: int = 1, compile_all=None) -> tuple[dict, dict]:
+    """Convert one model into the package `out`, compiling `compile_jobs` regions at once; its report row and
+    the sources it imported. `options`: backend, check, and optionally fuse, target, tune, tune_budget and
+    source (the path the package records). `compile_all` replaces the local compile pool (Ray tasks)."""
     from rewrite import ConversionError
 
     from .convert import ConvertOptions, StepFailed, convert
@@ -204,14 +202,27 @@ def convert_one(path: str, out: str, backend: str, check: int, result_file: str,
     start = time.perf_counter()
     row = {"model": os.path.splitext(os.path.basename(path))[0], "status": "ok"}
     try:
-        opts = ConvertOptions(path, out, backend, check)
+        opts = ConvertOptions(path, out, options["backend"], options["check"])
         opts.jobs = compile_jobs
+        opts.fuse = options.get("fuse") or opts.fuse
+        opts.target = options.get("target")
+        opts.source = options.get("source")
+        if compile_all is not None:
+            opts.compile_all = compile_all
+        if options.get("tune"):
+            from .backends.tvm_tune import TuneSettings
+
+            opts.tune = TuneSettings(options["tune"], options.get("tune_budget"))
         result = convert(opts)
         row["seconds"] = round(time.perf_counter() - start, 2)
         info = summary(result)
         row.update(regions=info["regions"], decisions=info["decisions"], paths=info["check"]["paths"],
                    delta=info["check"]["delta"], eta=info["check"]["eta"], loops=len(info["loops"]),
                    fallbacks=len(info["fallbacks"]), digest=info["digest"])
+        row["costs"] = _costs(result, info)
+        if info["tuning"]:
+            row["tuning"] = {k: sum(t[k] for t in info["tuning"]) for k in ("kernels", "dynamic", "cached", "tuned",
+                                                                             "trials")}
         row["eager_ms"], row["dycl_ms"] = _latency(result.spec, out)
     except ConversionError as exc:
         row.update(status="unsupported", error=exc.format().splitlines()[0])
@@ -221,8 +232,30 @@ def convert_one(path: str, out: str, backend: str, check: int, result_file: str,
         row.update(status="failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0],
                    trace=traceback.format_exc(limit=3))
     row.setdefault("seconds", round(time.perf_counter() - start, 2))
+    return row, local_sources(out)
+
+
+def _costs(result, info: dict) -> dict:
+    """What the conversion spent, per step and per compiled region (scripts/plan_zoo.py plans with them)."""
+    tuned = {t["region"]: t["seconds"] for t in info["tuning"]}
+    return {"steps": info["seconds"],
+            "compile_s": sorted(round(s, 3) for s in result.compile_seconds.values()),
+            "tune_s": sorted(tuned.values())}
+
+
+def convert_one(path: str, out: str, backend: str, check: int, result_file: str, compile_jobs: int = 1,
+                parent: int | None = None, options: dict | None = None) -> None:
+    """Worker: convert one model (see convert_row); write its row and sources to `result_file`.
+
+    With `parent` (the zoo's process id), the worker dies with that process.
+    """
+    if parent is not None:
+        from .executors.local import die_with_parent
+
+        die_with_parent(parent)
+    row, sources = convert_row(path, out, {**(options or {}), "backend": backend, "check": check}, compile_jobs)
     with open(result_file, "w", encoding="utf-8") as fh:
-        json.dump({"row": row, "sources": local_sources(out)}, fh)
+        json.dump({"row": row, "sources": sources}, fh)
 
 
 def _load_cache(out: str) -> dict:
@@ -266,68 +299,25 @@ def run_zoo(opts: ZooOptions, on_event=None) -> list[dict]:
                 on_event("cached", name, rows[name])
             continue
         pending.append((name, path, key, package))
-    with _sigterm_as_interrupt():
-        _run_workers(opts, pending, cache, rows, on_event)
+    from .executors import get_executor
+
+    def started(name: str) -> None:
+        if on_event:
+            on_event("start", name, None)
+
+    keys = {name: key for name, _, key, _ in pending}
+    with _sigterm_as_interrupt(), contextlib.closing(
+            get_executor(opts.executor).run(opts, [(n, p, pkg) for n, p, _, pkg in pending], started)) as results:
+        for name, row, sources in results:
+            rows[name] = row
+            if _deterministic(row):  # the same next time, unless a source changes
+                cache[name] = {"key": keys[name], "sources": sources, "row": row}
+            else:  # a timeout or crash may depend on the machine's load: try again next run
+                cache.pop(name, None)
+            _save_cache(opts.out, cache)
+            if on_event:
+                on_event("done", name, row)
     return [rows[n] for n in sorted(rows)]
-
-
-def _run_workers(opts: ZooOptions, pending: list[tuple], cache: dict, rows: dict[str, dict], on_event) -> None:
-    """Convert the `pending` models, `opts.jobs` at a time, each in a worker that dies with this process."""
-    ctx = multiprocessing.get_context("spawn")
-    running: dict[str, tuple] = {}
-    scratch = os.path.join(opts.out, ".zoo-results")
-    os.makedirs(scratch, exist_ok=True)
-    try:
-        while pending or running:
-            while pending and len(running) < max(1, opts.jobs):
-                name, path, key, package = pending.pop(0)
-                result_file = os.path.join(scratch, f"{name}.json")
-                if os.path.exists(result_file):
-                    os.remove(result_file)
-                compile_jobs = max(1, usable_cores() // max(1, opts.jobs))  # the cores, shared out
-                proc = ctx.Process(target=convert_one, args=(path, package, opts.backend, opts.check, result_file,
-                                                             compile_jobs, os.getpid()), daemon=True)
-                proc.start()
-                running[name] = (proc, time.monotonic(), key, result_file)
-                if on_event:
-                    on_event("start", name, None)
-            time.sleep(0.05)
-            for name, (proc, started, key, result_file) in list(running.items()):
-                elapsed = time.monotonic() - started
-                if proc.is_alive() and elapsed <= opts.timeout:
-                    continue
-                row, sources = _result(name, proc, elapsed, result_file, opts.timeout)
-                del running[name]
-                rows[name] = row
-                if _deterministic(row):  # the same next time, unless a source changes
-                    cache[name] = {"key": key, "sources": sources, "row": row}
-                else:  # a timeout or crash may depend on the machine's load: try again next run
-                    cache.pop(name, None)
-                _save_cache(opts.out, cache)
-                if on_event:
-                    on_event("done", name, row)
-    finally:
-        for proc, *_ in running.values():
-            proc.kill()
-            proc.join()
-        clean_stale(opts.out)
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _result(name: str, proc, elapsed: float, result_file: str, timeout: float) -> tuple[dict, dict]:
-    """A finished (or overdue, then stopped) worker's row and the sources it imported."""
-    if proc.is_alive():
-        proc.kill()
-        proc.join()
-        return {"model": name, "status": "timeout", "seconds": round(elapsed, 1),
-                "error": f"no result after {timeout:g} s; the worker was stopped"}, {}
-    proc.join()
-    if not os.path.exists(result_file):
-        return {"model": name, "status": "crashed", "seconds": round(elapsed, 1),
-                "error": f"the worker died (exit code {proc.exitcode})"}, {}
-    with open(result_file, encoding="utf-8") as fh:
-        result = json.load(fh)
-    return result["row"], result["sources"]
 
 
 def _deterministic(row: dict) -> bool:
@@ -341,10 +331,22 @@ def _decisions(row: dict) -> str:
     return ", ".join(f"{d[k]} {k}" for k in ("value", "shape", "execution", "static") if d.get(k))
 
 
+def tuning_totals(rows: list[dict]) -> dict | None:
+    """Over the zoo's conversions: kernels tuned against kernel uses (static kernels of every region), and
+    how many uses found records (tuned earlier, or by another region or model of this run)."""
+    tuned = [r["tuning"] for r in rows if r.get("tuning") and not r.get("cached")]
+    if not tuned:
+        return None
+    uses = sum(t["kernels"] - t["dynamic"] for t in tuned)
+    return {"kernel_uses": uses, "kernels_tuned": sum(t["tuned"] for t in tuned),
+            "from_records": sum(t["cached"] for t in tuned), "trials": sum(t["trials"] for t in tuned)}
+
+
 def write_report(out: str, rows: list[dict]) -> None:
     """OUT/report.md and OUT/report.json: one row per model."""
+    tuning = tuning_totals(rows)
     with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as fh:
-        json.dump({"dycl": __version__, "models": rows}, fh, indent=1)
+        json.dump({"dycl": __version__, "models": rows, **({"tuning": tuning} if tuning else {})}, fh, indent=1)
         fh.write("\n")
     lines = ["# dycl zoo report", "",
              "| model | status | regions | decisions | paths | δ | η | convert (s) | eager (ms) | dycl (ms) | speed-up |",
@@ -361,5 +363,8 @@ def write_report(out: str, rows: list[dict]) -> None:
     failed = [r for r in rows if r["status"] != "ok"]
     lines += ["", f"{len(rows) - len(failed)} of {len(rows)} models converted"
               + (f"; failed: {', '.join(r['model'] for r in failed)}" if failed else "") + "."]
+    if tuning:
+        lines.append(f"Tuning: {tuning['kernels_tuned']} kernels tuned for {tuning['kernel_uses']} kernel uses "
+                     f"({tuning['from_records']} found records, {tuning['trials']} trials).")
     with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")

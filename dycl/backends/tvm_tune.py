@@ -27,6 +27,8 @@ import types
 from contextlib import contextmanager
 from typing import Callable
 
+from .tvm_records import FileRecords
+
 __all__ = ["TuneSettings", "tune", "records_dir", "skip_foreign_intrinsics"]
 
 _ARTIFACTS: dict = {}
@@ -48,6 +50,7 @@ class TuneSettings:
                                            "dycl", "tvm-tuning")
         self.progress = progress
         self.stats: list[dict] = []  # one entry per tuned region
+        self.records = None  # tvm_records.SharedRecords on a Ray cluster; None: FileRecords of `cache`
 
 
 def records_dir(settings: TuneSettings, target: dict) -> str:
@@ -179,12 +182,15 @@ def _callbacks():
     class Progress(ms.measure_callback.PyMeasureCallback):
         """Reports measured trials; stops every task once the deadline has passed (after saving the batch)."""
 
-        def __init__(self, settings: TuneSettings, region: str, total: int, tasks: int):
+        def __init__(self, settings: TuneSettings, region: str, total: int, tasks: int, heartbeat=None):
             self.settings, self.region, self.total, self.tasks = settings, region, total, tasks
+            self.heartbeat = heartbeat  # tells the records keeper this tuner is alive (shared records)
             self.done, self.stopped = 0, False
 
         def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
             self.done += len(measure_candidates)
+            if self.heartbeat:
+                self.heartbeat()
             if self.settings.progress:
                 self.settings.progress(self.region, min(self.done, self.total), self.total)
             deadline = self.settings.deadline
@@ -227,46 +233,55 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
     use_threads(int(target_spec.get("num-cores", 1)))
     if settings.deadline is None and settings.budget_s is not None:
         settings.deadline = time.monotonic() + settings.budget_s
-    directory = records_dir(settings, target_spec)
+    records = settings.records or FileRecords(records_dir(settings, target_spec))
     stat = {"region": name, "kernels": 0, "dynamic": 0, "cached": 0, "tuned": 0, "trials": 0, "seconds": 0.0,
             "stopped_by_budget": False}
     start = time.monotonic()
-    with _locked(directory):
-        database = _database(directory)
+    with records.session(target) as session:
+        database = session.database
         tasks = ms.relax_integration.extract_tasks(mod, target)
         stat["kernels"] = len(tasks)
         static = [t for t in tasks if _static(t.dispatched[0]["main"])]
         stat["dynamic"] = len(tasks) - len(static)
-        todo = [t for t in static if database.query_tuning_record(t.dispatched[0], target, "main") is None]
+        todo = session.claim(static)  # the others have records, or another task is tuning them
         stat["cached"] = len(static) - len(todo)
         expired = settings.deadline is not None and time.monotonic() >= settings.deadline
-        if todo and settings.trials > 0 and not expired:
-            builder, runner, progress = _callbacks()
-            contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-                todo, work_dir=directory, seed=0, num_threads=_cores(),
-                strategy=ms.search_strategy.EvolutionarySearch(population_size=256, genetic_num_iters=3))
-            # Trials count per kernel, as MetaSchedule's own tune_relax does: a region of nine kernels
-            # given a region-wide count measured too few candidates of each to find a good schedule.
-            # The scheduler gives them to the kernels that gain most, up to 4x TRIALS each; a kernel
-            # with a small search space leaves its share to them. On BranchyNet at 32 per kernel this
-            # ran 0.128 ms against 0.169 ms with each kernel held to 32 (644 trials against 508).
-            total = settings.trials * len(contexts)
-            watch = progress(settings, name, total, len(contexts))
-            try:
-                ms.tune.tune_tasks(
-                    tasks=contexts, task_weights=weights, work_dir=directory,
-                    max_trials_global=total, max_trials_per_task=4 * settings.trials,
-                    num_trials_per_iter=min(16, settings.trials), builder=builder(), runner=runner(),
-                    database=database, cost_model="xgb",
-                    measure_callbacks=[ms.measure_callback.AddToDatabase(), ms.measure_callback.UpdateCostModel(),
-                                       watch],
-                    task_scheduler="gradient")
-            finally:
-                _ARTIFACTS.clear()
-            stat.update(tuned=len(todo), trials=watch.done, stopped_by_budget=watch.stopped)
+        try:
+            if todo and settings.trials > 0 and not expired:
+                _tune_tasks(todo, records.work_dir, database, settings, name, stat,
+                            getattr(session, "heartbeat", None))
+        finally:
+            session.finish(todo)
         with target, database:
             mod = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(mod)
-        _keep(directory, database)
     stat["seconds"] = round(time.monotonic() - start, 1)
     settings.stats.append(stat)
     return mod
+
+
+def _tune_tasks(todo: list, work_dir: str, database, settings: TuneSettings, name: str, stat: dict,
+                heartbeat=None) -> None:
+    from tvm.s_tir import meta_schedule as ms
+
+    builder, runner, progress = _callbacks()
+    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+        todo, work_dir=work_dir, seed=0, num_threads=_cores(),
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=256, genetic_num_iters=3))
+    # Trials count per kernel, as MetaSchedule's own tune_relax does: a region of nine kernels
+    # given a region-wide count measured too few candidates of each to find a good schedule.
+    # The scheduler gives them to the kernels that gain most, up to 4x TRIALS each; a kernel
+    # with a small search space leaves its share to them. On BranchyNet at 32 per kernel this
+    # ran 0.128 ms against 0.169 ms with each kernel held to 32 (644 trials against 508).
+    total = settings.trials * len(contexts)
+    watch = progress(settings, name, total, len(contexts), heartbeat)
+    try:
+        ms.tune.tune_tasks(
+            tasks=contexts, task_weights=weights, work_dir=work_dir,
+            max_trials_global=total, max_trials_per_task=4 * settings.trials,
+            num_trials_per_iter=min(16, settings.trials), builder=builder(), runner=runner(),
+            database=database, cost_model="xgb",
+            measure_callbacks=[ms.measure_callback.AddToDatabase(), ms.measure_callback.UpdateCostModel(), watch],
+            task_scheduler="gradient")
+    finally:
+        _ARTIFACTS.clear()
+    stat.update(tuned=len(todo), trials=watch.done, stopped_by_budget=watch.stopped)
