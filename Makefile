@@ -9,7 +9,7 @@ ZOO_MODEL ?= skipnet
 
 $(STAMP): setup.cfg setup.py constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[convert,test,tvm,tune,bench]'
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[convert,test,tvm,tune,bench,ray]'
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -238,9 +238,10 @@ def convert_row(path: str, out: str, options: dict, compile_jobs: int = 1, compi
 def _costs(result, info: dict) -> dict:
     """What the conversion spent, per step and per compiled region (scripts/plan_zoo.py plans with them)."""
     tuned = {t["region"]: t["seconds"] for t in info["tuning"]}
+    size = sum(os.path.getsize(os.path.join(where, f)) for where, _, files in os.walk(result.out) for f in files)
     return {"steps": info["seconds"],
             "compile_s": sorted(round(s, 3) for s in result.compile_seconds.values()),
-            "tune_s": sorted(tuned.values())}
+            "tune_s": sorted(tuned.values()), "package_mb": round(size / 1e6, 3)}
 
 
 def convert_one(path: str, out: str, backend: str, check: int, result_file: str, compile_jobs: int = 1,

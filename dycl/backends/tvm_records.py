@@ -21,9 +21,10 @@ LEASE_S = 120.0  # a claim whose tuner sends no heartbeat (after each measured b
 
 
 def workload_key(mod) -> str:
-    import tvm
+    """A kernel's key: the structural hash MetaSchedule's databases file its workload under."""
+    import tvm_ffi
 
-    return str(tvm.ir.structural_hash(mod))
+    return str(tvm_ffi.structural_hash(mod))
 
 
 class FileRecords:

@@ -91,7 +91,10 @@ def convert_model(archive: bytes, layout: dict, model: str, settings: dict, even
         os.makedirs(work, exist_ok=True)
         os.makedirs(folder, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-            tar.extractall(folder, filter="data")
+            if hasattr(tarfile, "data_filter"):  # Python 3.10.12+, 3.11.4+: refuse links and paths out of it
+                tar.extractall(folder, filter="data")
+            else:
+                tar.extractall(folder)
         os.chdir(work)
         out = os.path.join(root, "package", name)
         compile_all = None
@@ -143,7 +146,7 @@ def _write_package(package: str, files: dict[str, bytes]) -> None:
 
 
 def _finish(ray, ref, name: str, package: str, attempts: int, seconds: float) -> tuple[dict, dict]:
-    """A finished task's row and sources, its package written into OUT."""
+    """A finished task's row and sources, its package written into OUT (`attempts`: the task's runs allowed)."""
     try:
         result = ray.get(ref)
     except ray.exceptions.RayTaskError as exc:  # the task itself raised (outside the conversion)
@@ -171,6 +174,8 @@ def run(opts, jobs: list[tuple[str, str, str]], started: Callable[[str], None]) 
     from . import ExecutorError
     from .cluster import connect, largest_node_cpus, on_this_node
 
+    if not jobs:  # every model was served from the cache
+        return
     with connect(opts.address) as ray:
         if opts.cpus_per_model > largest_node_cpus(ray):
             raise ExecutorError(f"--cpus-per-model {opts.cpus_per_model:g}: no node of the cluster has that many "
@@ -187,22 +192,21 @@ def run(opts, jobs: list[tuple[str, str, str]], started: Callable[[str], None]) 
         layout = _layout(opts.folder)
         running = {task.remote(archive, layout, os.path.relpath(path, opts.folder), settings, events, records):
                    (name, package) for name, path, package in jobs}
-        begun: dict[str, float] = {}  # when each model's latest attempt started
-        attempts: dict[str, int] = {}
+        begun: dict[str, float] = {}  # when each model's latest attempt started (a retry starts the clock again)
         submitted = time.monotonic()
         try:
             while running:
                 ready, _ = ray.wait(list(running), num_returns=len(running), timeout=0.2)
                 for name, _node in ray.get(events.take.remote()):
-                    if name not in attempts:
+                    if name not in begun:
                         started(name)
-                    begun[name], attempts[name] = time.monotonic(), attempts.get(name, 0) + 1
+                    begun[name] = time.monotonic()
                 for ref in ready:
                     name, package = running.pop(ref)
-                    if name not in attempts:
+                    if name not in begun:
                         started(name)
                     seconds = time.monotonic() - begun.get(name, submitted)
-                    yield (name, *_finish(ray, ref, name, package, max(1, attempts.get(name, 1)), seconds))
+                    yield (name, *_finish(ray, ref, name, package, opts.retries + 1, seconds))
                 now = time.monotonic()
                 for ref, (name, package) in list(running.items()):
                     if name in begun and now - begun[name] > opts.timeout:
