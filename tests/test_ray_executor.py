@@ -226,3 +226,17 @@ def test_tuning_records_are_shared_across_models(cluster, tmp_path, monkeypatch)
     # Every record landed in the driver's folder: converting again tunes nothing.
     again = _zoo(zoo, tmp_path / "out", "ray", force=True, **options)
     assert all(r["tuning"]["tuned"] == 0 and r["tuning"]["cached"] == kernels for r in again.values())
+
+
+@pytest.mark.parametrize("command", ["convert", "zoo"])
+def test_ray_compiles_tvm_only_for_an_explicit_target(command, tmp_path):
+    from click.testing import CliRunner
+
+    from dycl.cli import main
+
+    source = os.path.join(MODELS, "c_if_else.py") if command == "convert" else MODELS
+    result = CliRunner().invoke(main, [command, source, "-o", str(tmp_path / "out"), "--backend", "tvm",
+                                       "--executor", "ray"])
+    assert result.exit_code == 2
+    assert "--executor ray compiles TVM code on other nodes: give --target" in result.output
+    assert not (tmp_path / "out").exists()
