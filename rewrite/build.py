@@ -75,7 +75,7 @@ class Builder:
             emitted.append(name)
             return name
 
-        test = hoist(node.test, kinds, tracking)
+        test = hoist(self._joins_to_host(node.test, kinds, out, node.origin), kinds, tracking)
         info = analyze(test, kinds)
         # `if t:` of a tensor reads its value, like `bool(t)`: never a shape decision, which may be folded
         value = bool(emitted) or info.value or info.vtype == TENSOR
@@ -270,15 +270,24 @@ class Builder:
                                           cst.DictComp, cst.GeneratorExp))
 
             def leave_Call(self, original: cst.Call, updated: cst.Call):
-                if original is value or not list_join(original, kinds):
+                if original is value:
                     return updated
-                name = names.fresh(f"joined_L{origin.first}")
+                if list_join(original, kinds):
+                    name, kind, derived = names.fresh(f"joined_L{origin.first}"), TENSOR, False
+                elif lift_lengths and _container_length(original, kinds):  # `h.sum() > len(picks)`
+                    name, kind, derived = names.fresh(f"len_L{origin.first}"), SCALAR, analyze(original, kinds).value
+                else:
+                    return updated
                 out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], original), kinds), origin))
-                kinds.set(name, TENSOR)
+                kinds.set(name, kind, derived)
                 return cst.Name(name)
 
-        if value is None or not isinstance(node, (cst.Assign, cst.AugAssign, cst.Expr, cst.Return)):
+        if isinstance(node, cst.BaseExpression):  # a test
+            value = None
+        elif value is None or not isinstance(node, (cst.Assign, cst.AugAssign, cst.Expr, cst.Return)):
             return node
+        # The length of a host list, in code that goes to a region: the host counts, the region gets an int.
+        lift_lengths = not analyze(node if value is None else value, kinds).host
         return node.visit(_Joins())
 
     def _forget(self, node) -> None:
@@ -321,6 +330,12 @@ class Builder:
 
 
 _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear"}
+
+
+def _container_length(call: cst.Call, kinds: Kinds) -> bool:
+    """`len(picks)` of a host list or tuple."""
+    return isinstance(call.func, cst.Name) and call.func.value == "len" and kinds.get("len") is None \
+        and len(call.args) == 1 and analyze(call.args[0].value, kinds).vtype == CONTAINER
 
 
 def _changed_container(expr, kinds: Kinds) -> str | None:

@@ -217,7 +217,9 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
     parts = _operands(node)
     if parts is not None:
         infos = [analyze(p, kinds) for p in parts]
-        if all(i.vtype == SCALAR for i in infos):
+        # `1 in picks`, `sizes == [2, 2]`: comparing host values gives a host bool
+        if all(i.vtype == SCALAR for i in infos) or isinstance(node, cst.Comparison) \
+                and all(i.vtype != TENSOR and i.host for i in infos):
             return Info(SCALAR, True, needs_hoist=any(i.needs_hoist for i in infos), value=any(i.value for i in infos))
         return Info(TENSOR, False)
     return Info(TENSOR, False)
