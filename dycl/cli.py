@@ -195,6 +195,9 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
     for d in info.get("observed_dynamic", []):
         table.add_row("[yellow]dynamic dim[/]", f"{d['input']}:{d['axis']} = {d['symbol']}: the samples vary it "
                                                 f"({', '.join(map(str, d['sizes']))}) and DYNAMIC does not declare it")
+    if info.get("defaults"):
+        table.add_row("fixed inputs", ", ".join(f"{k}={v}" for k, v in info["defaults"].items())
+                      + " (left out of get_inputs(): folded at their defaults)")
     table.add_row("paths covered", f"{check['paths']} over {check['samples']} samples"
                                    f" (+{info['forced_runs']} forced runs)")
     for lp in info.get("loops", []):

@@ -55,6 +55,7 @@ def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
         "backend": backend,
         "target": tvm.target if tvm is not None and any(m["backend"] == "tvm" for m in st.region_meta) else None,
         "signature": signature(st.spec),
+        "defaults": program.defaults,
         "decisions": [{"id": d.decision, "class": d.dclass, "origin": f"{d.origin.func} {d.origin.lines}"}
                       for d in program.decisions],
         "loops": [{"id": lp.decision, "kind": lp.kind, "origin": f"{lp.origin.func} {lp.origin.lines}"}
@@ -97,6 +98,7 @@ def summary(st) -> dict:
         "fused": list(getattr(st, "fused", [])),
         "unfused": list(getattr(st, "unfused", [])),
         "observed_dynamic": list(getattr(st, "observed_dynamic", [])),
+        "defaults": dict(program.defaults),
         "check": st.check.as_dict() if st.check else None,
         "digest": st.digest,
         "seconds": {k: round(v, 3) for k, v in st.timings.items()},
@@ -150,6 +152,12 @@ def write_report(workdir: str, st) -> None:
         for d in info["observed_dynamic"]:
             lines.append(f"| `{d['input']}` | {d['axis']} | `{d['symbol']}` | {', '.join(map(str, d['sizes']))} |")
         lines.append("")
+    if info["defaults"]:
+        lines += ["## Inputs fixed at their defaults", "",
+                  "`get_inputs()` leaves these parameters of forward out, so they were folded at their defaults; "
+                  "the package does not take them:", "",
+                  "| parameter | value |", "|---|---|"]
+        lines += [f"| `{name}` | `{value}` |" for name, value in info["defaults"].items()] + [""]
     if info["tuning"]:
         lines += ["## TVM tuning (MetaSchedule)", "",
                   "Kernels with static shapes are tuned; records are cached by kernel, so `cached` ones were "

@@ -45,7 +45,7 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
     evaluator = PartialEvaluator(model, names)
     forward_params = [p.name.value for p in src.node.params.params][1:]
     evaluator.tensor_inputs = {p: p for p, v in zip(forward_params, example_inputs) if isinstance(v, torch.Tensor)}
-    params, lowered, origin = evaluator.lower_forward()
+    params, lowered, origin = evaluator.lower_forward(len(example_inputs))
     if evaluator.diagnostics:
         raise ConversionError(evaluator.diagnostics)
     if len(example_inputs) != len(params):
@@ -63,6 +63,7 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
                    evaluator.static_decisions + len(fixed or {}),
                    evaluator.globals)
     program.loops = loops
+    program.defaults = evaluator.defaults
     return program
 
 

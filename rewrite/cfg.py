@@ -186,13 +186,15 @@ def host_nodes(nodes: list):
 class Program:
     """The rewritten forward: parameters, host tree, regions, folded decisions."""
 
-    __slots__ = ("params", "body", "regions", "decisions", "source", "static_decisions", "globals", "name", "loops")
+    __slots__ = ("params", "body", "regions", "decisions", "source", "static_decisions", "globals", "name", "loops",
+                 "defaults")
 
     def __init__(self, name: str, params: list[str], body: list, regions: list[Region], decisions: list[If],
                  source: Origin, static_decisions: int, globals_: dict):
         self.name, self.params, self.body, self.regions, self.decisions = name, params, body, regions, decisions
         self.source, self.static_decisions, self.globals = source, static_decisions, globals_
         self.loops: list[Loop] = []
+        self.defaults: dict[str, str] = {}  # forward parameters fixed at their defaults -> repr of the value
 
     def __repr__(self) -> str:
         return f"Program({self.params}, {len(self.regions)} regions, {len(self.decisions)} decisions)"

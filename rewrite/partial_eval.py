@@ -39,6 +39,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self.model = model
         self.names = names
         self.diagnostics: list[Diagnostic] = []
+        self.defaults: dict[str, str] = {}  # forward parameters the example leaves out, fixed at their defaults
         self.tensor_inputs: dict[str, str] = {}  # forward's tensor parameters and their views (see ExpressionChecks)
         self.static_decisions = 0
         self._renames: dict[object, dict[str, str]] = {}
@@ -47,7 +48,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self.state: dict = {}  # (id(module), attribute) -> what forward set it to (rewrite/state.py)
 
     # -- entry -------------------------------------------------------------
-    def lower_forward(self) -> tuple[list[str], list, Origin]:
+    def lower_forward(self, given: int | None = None) -> tuple[list[str], list, Origin]:
+        """forward's lowered body and the parameters the package takes: the first `given` ones,
+        when the rest have plain constant defaults (`thresh=0.5`, `mask=None`), which are folded."""
         cls = type(self.model)
         func = cls.forward
         src = function_source(func)
@@ -55,13 +58,20 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             raise RuntimeError(f"cannot read the source of {cls.__qualname__}.forward")
         self_ref = ModRef(self.model, cst.Name("self"))
         params = [p.name.value for p in src.node.params.params][1:]
+        defaults = _constant_defaults(func, params[given:]) if given is not None and given < len(params) else {}
+        if len(defaults) == len(params) - (given or 0):
+            params = params[:given]
+        else:
+            defaults = {}
+        self.defaults = {name: repr(value.value) for name, value in defaults.items()}
         for kind in (src.node.params.star_arg, src.node.params.star_kwarg):
             if isinstance(kind, cst.Param):
                 self._error("varargs", src, kind, "forward takes *args/**kwargs",
                             "the converted package needs a fixed positional signature",
                             "list forward's inputs as named parameters")
         defining = next(k for k in cls.__mro__ if "forward" in k.__dict__)
-        scope = Scope({"self": self_ref}, func.__globals__, {p: p for p in params}, self_ref, defining, self.state)
+        scope = Scope({"self": self_ref, **defaults}, func.__globals__, {p: p for p in params}, self_ref, defining,
+                      self.state)
         frame = Frame(src, scope, "forward", None)
         self.globals = dict(func.__globals__)
         body, _ = self.block(src.node.body.body, frame)
@@ -507,3 +517,18 @@ def _mutates_a_constant(value: cst.BaseExpression) -> bool:
             and value.func.attr.value in _MUTATORS and isinstance(value.func.value, (cst.List, cst.Dict, cst.Set))):
         return False
     return all(isinstance(a.value, _CONSTANTS) and a.star == "" for a in value.args)
+
+
+_CONSTANT_DEFAULTS = (type(None), bool, int, float, str)
+
+
+def _constant_defaults(func, names: list[str]) -> dict[str, Static]:
+    """The defaults of `names` that are plain constants (a tuple of them too), as static values."""
+    signature = inspect.signature(func)
+    found = {}
+    for name in names:
+        default = signature.parameters[name].default
+        items = default if isinstance(default, tuple) else (default,)
+        if default is not inspect.Parameter.empty and all(type(v) in _CONSTANT_DEFAULTS for v in items):
+            found[name] = Static(default)
+    return found

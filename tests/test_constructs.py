@@ -159,3 +159,21 @@ def test_len_and_size_in_regions_follow_the_batch(converted):
             with torch.no_grad():
                 expected = result.spec.model(x, seq).numpy()
             np.testing.assert_allclose(net(x.numpy(), seq.numpy()), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_parameters_left_out_are_fixed_at_their_defaults(converted):
+    import numpy as np
+
+    import dycl
+    from dycl.runtime.model import InputError
+
+    result = converted(os.path.join(MODELS, "c_default_params.py"), check=20)
+    assert result.program.params == ["x"]
+    assert result.program.defaults == {"scale": "2.0", "deep": "False", "mask": "None"}
+    assert result.program.static_decisions == 2  # `if deep:` and `if mask is not None:`
+    net = dycl.load(result.out)
+    with pytest.raises(InputError, match=r"unknown input 'deep' \(it was fixed at its default, False, when the "
+                                         r"model was converted\); the inputs are x"):
+        net(np.ones((1, 2), np.float32), deep=True)
+    with open(os.path.join(result.out, "report.md"), encoding="utf-8") as fh:
+        assert "| `scale` | `2.0` |" in fh.read()

@@ -85,7 +85,9 @@ class CompiledModel:
         args = list(inputs) + [_MISSING] * (len(names) - len(inputs))
         for key, value in named.items():
             if key not in names:
-                raise InputError(f"unknown input '{key}'; the inputs are {', '.join(names)}")
+                fixed = self.manifest.get("defaults", {}).get(key)
+                why = f" (it was fixed at its default, {fixed}, when the model was converted)" if fixed else ""
+                raise InputError(f"unknown input '{key}'{why}; the inputs are {', '.join(names)}")
             k = names.index(key)
             if k < len(inputs):
                 raise InputError(f"input '{key}' given twice (by position and by name)")
