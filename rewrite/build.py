@@ -274,7 +274,8 @@ class Builder:
                     return updated
                 if list_join(original, kinds):
                     name, kind, derived = names.fresh(f"joined_L{origin.first}"), TENSOR, False
-                elif lift_lengths and _container_length(original, kinds):  # `h.sum() > len(picks)`
+                elif lift_lengths and _container_length(original, kinds) \
+                        and original.args[0].value.value not in read_whole:  # `h.sum() > len(picks)`
                     name, kind, derived = names.fresh(f"len_L{origin.first}"), SCALAR, analyze(original, kinds).value
                 else:
                     return updated
@@ -287,7 +288,9 @@ class Builder:
         elif value is None or not isinstance(node, (cst.Assign, cst.AugAssign, cst.Expr, cst.Return)):
             return node
         # The length of a host list, in code that goes to a region: the host counts, the region gets an int.
+        # (A list the region reads anyway goes in whole, and its length with it.)
         lift_lengths = not analyze(node if value is None else value, kinds).host
+        read_whole = _names_outside_len(node) if lift_lengths else set()
         return node.visit(_Joins())
 
     def _forget(self, node) -> None:
@@ -333,9 +336,27 @@ _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear"}
 
 
 def _container_length(call: cst.Call, kinds: Kinds) -> bool:
-    """`len(picks)` of a host list or tuple."""
+    """`len(picks)` of a host list or tuple variable."""
     return isinstance(call.func, cst.Name) and call.func.value == "len" and kinds.get("len") is None \
-        and len(call.args) == 1 and analyze(call.args[0].value, kinds).vtype == CONTAINER
+        and len(call.args) == 1 and isinstance(call.args[0].value, cst.Name) \
+        and kinds.get(call.args[0].value.value) == CONTAINER
+
+
+def _names_outside_len(node) -> set[str]:
+    """The names `node` reads other than as the argument of `len(name)`."""
+    found: set[str] = set()
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> bool:
+            bare = isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1 \
+                and isinstance(call.args[0].value, cst.Name)
+            return not bare
+
+        def visit_Name(self, name: cst.Name) -> None:
+            found.add(name.value)
+
+    node.visit(_Reads())
+    return found
 
 
 def _changed_container(expr, kinds: Kinds) -> str | None:
