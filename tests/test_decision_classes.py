@@ -24,3 +24,15 @@ def test_tensor_truthiness_and_list_length_are_value_decisions(converted, fuse):
         with torch.no_grad():
             expected = result.spec.model(x).numpy()
         np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_decision_on_a_scalar_input_is_not_folded(converted):
+    result = converted(os.path.join(MODELS, "value_scalar_input.py"), check=10)
+    assert result.check.passed, result.check.failure
+    assert [d.dclass for d in result.program.decisions] == ["value"]
+    net = dycl.load(result.out)
+    x = torch.randn(1, 2)
+    for k in (2, 3, 7):  # the samples' k, and two that take the other arm
+        with torch.no_grad():
+            expected = result.spec.model(x, k).numpy()
+        np.testing.assert_allclose(net(x.numpy(), k), expected, rtol=1e-5, atol=1e-6)
