@@ -164,6 +164,8 @@ SAFE_CALLS = {
     builtins.divmod, builtins.type, math.sqrt, math.floor, math.ceil, math.log, math.exp, math.prod,
     # False while converting, as when the model runs eagerly: the branch for eager execution is kept.
     torch.jit.is_tracing, torch.jit.is_scripting, torch.compiler.is_compiling, torch.compiler.is_exporting,
+    # (and must be: inside a region's export these say True, and the graph would take the other branch)
+    torch.onnx.is_in_onnx_export, torch._dynamo.is_compiling, torch.fx._symbolic_trace.is_fx_tracing,
 }
 
 BINOPS = {
