@@ -17,6 +17,7 @@ from typing import Callable
 
 from hostgen import host_source, regions_source
 from rewrite import ConversionError, Diagnostic, rewrite_model
+from rewrite.build import reads_writes
 from rewrite.diagnostics import Location
 
 from . import __version__
@@ -25,7 +26,7 @@ from .backends import artifact_files, get_backend
 from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
-from .explore import explore
+from .explore import PythonValueOut, explore
 from .export import export_region, torch_region_info, verify_region
 from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
 from .outdir import check_output, make_workdir, remove_created, replace_dir
@@ -149,6 +150,13 @@ def step_generate(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
+    try:
+        _explore_program(opts, st)
+    except PythonValueOut as exc:
+        raise ConversionError([_python_value_out(st.program, exc)]) from None
+
+
+def _explore_program(opts: ConvertOptions, st: ConversionResult) -> None:
     _explore(opts, st)
     constant = _constant_shape_decisions(st)
     if constant:  # fold them, like static config, and explore the smaller program
@@ -158,6 +166,20 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
         raise ConversionError(_unreached(unreached))
+
+
+def _python_value_out(program, exc: PythonValueOut) -> Diagnostic:
+    """Point at the statement that computes the region output that came out a Python value."""
+    region = next(r for r in program.regions if r.name == exc.region)
+    output = region.outputs[exc.index] if exc.index < len(region.outputs) else None
+    writes = [s for s in region.stmts if output in reads_writes(s.node)[1]]
+    origin = (writes[-1] if writes else region.stmts[-1]).origin
+    return Diagnostic("python-value", Location(origin.file, origin.first, origin.col),
+                      "tensor code that computes a Python value, not a tensor",
+                      f"region {region.name} would return it, and a compiled graph can only compute tensors "
+                      "(`torch.equal`, `torch.allclose` and `.tolist()` give Python values)",
+                      "compute a tensor instead (`(a == b).all()`, `torch.isclose(a, b).all()`); "
+                      "a test on it is then decided at run time")
 
 
 def _unreached(regions) -> list[Diagnostic]:

@@ -16,12 +16,21 @@ from rewrite.diagnostics import ConversionError, Diagnostic, Location
 from ._torch_regions import flatten_torch
 from .runtime.spec import describe, flatten, unflatten
 
-__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch", "EndlessLoop", "MAX_ITERATIONS",
+__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch", "PythonValueOut", "EndlessLoop", "MAX_ITERATIONS",
            "MAX_SECONDS"]
 
 
 class RewriteMismatch(Exception):
     """The rewritten program disagrees with the original model."""
+
+
+class PythonValueOut(RewriteMismatch):
+    """A region's output `index` is a Python value (`torch.equal(a, b)` gives a bool), not a tensor."""
+
+    def __init__(self, region: str, index: int, value):
+        super().__init__(f"region {region} returns a Python {type(value).__name__}; "
+                         "a compiled region can only return tensors")
+        self.region, self.index, self.value = region, index, value
 
 
 # One run of the rewritten program: at most this many iterations of one loop, and this long.
@@ -162,14 +171,13 @@ class _ExploringRegions:
             with torch.no_grad():
                 outs = fn(model, *nested)
             out_specs, out_leaves = [], []
-            for value in outs:
+            for index, value in enumerate(outs):
                 spec, leaves_ = flatten_torch(value)
                 out_specs.append(spec)
                 out_leaves.extend(leaves_)
-            for leaf in out_leaves:
-                if not isinstance(leaf, torch.Tensor):
-                    raise RewriteMismatch(f"region {name} returns a Python {type(leaf).__name__}; "
-                                          "a compiled region can only return tensors")
+                python = next((leaf for leaf in leaves_ if not isinstance(leaf, torch.Tensor)), None)
+                if python is not None:
+                    raise PythonValueOut(name, index, python)
             # An input returned unchanged; one an in-place op wrote (`acc.index_add_(...)`) is a result.
             passthrough = {i: next((j for j, t in enumerate(tensors) if t is leaf and t._version == versions[j]), -1)
                            for i, leaf in enumerate(out_leaves)}

@@ -254,3 +254,21 @@ def test_run_time_value_stored_on_the_model_is_reported(tmp_path, monkeypatch):
         "cache_state.py:12:9: error: forward stores a run-time value on the model [module-state]\n"
         "            self.cache = self.fc(x)\n"
         "            ^\n")
+
+
+def test_python_value_computed_by_tensor_code_is_a_diagnostic(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "dycl.cli", "convert", "tests/models/bad_python_value.py",
+                           "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert """\
+tests/models/bad_python_value.py:13:12: error: tensor code that computes a Python value, not a tensor [python-value]
+            if torch.equal(torch.relu(h), h):
+               ^
+  Explanation: region h_L12 would return it, and a compiled graph can only compute tensors (`torch.equal`, \
+`torch.allclose` and `.tolist()` give Python values)
+  Hint: compute a tensor instead (`(a == b).all()`, `torch.isclose(a, b).all()`); a test on it is then decided at \
+run time
+
+1 error: the model cannot be converted as written.""" in proc.stderr
+    assert not out.exists()
