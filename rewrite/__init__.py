@@ -40,7 +40,8 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
     """
     src = function_source(type(model).forward)
     if src is None:
-        raise ConversionError([])
+        raise TypeError(f"cannot read the source of {type(model).__qualname__}.forward: dycl rewrites forward's "
+                        "Python source, so the model class must be defined in a .py file")
     names = Namespace(_all_names(src.node))
     evaluator = PartialEvaluator(model, names)
     forward_params = [p.name.value for p in src.node.params.params][1:]

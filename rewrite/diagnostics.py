@@ -50,6 +50,8 @@ class ConversionError(Exception):
     """Raised with every diagnostic collected by a pass."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
+        if not diagnostics:
+            raise ValueError("ConversionError needs at least one diagnostic")
         self.diagnostics = list(diagnostics)
         super().__init__(self.format())
 

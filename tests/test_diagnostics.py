@@ -272,3 +272,19 @@ run time
 
 1 error: the model cannot be converted as written.""" in proc.stderr
     assert not out.exists()
+
+
+def test_a_conversion_error_always_has_a_diagnostic():
+    with pytest.raises(ValueError, match="at least one diagnostic"):
+        ConversionError([])
+
+
+def test_forward_without_source_says_so():
+    import operator
+
+    class Built(torch.nn.Module):
+        forward = operator.neg  # a builtin: no Python source to read
+
+    with pytest.raises(TypeError, match=r"cannot read the source of .*Built.forward: dycl rewrites forward's Python "
+                                        r"source, so the model class must be defined in a \.py file"):
+        rewrite_model(Built(), (torch.ones(1),))
