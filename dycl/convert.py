@@ -109,6 +109,15 @@ class TimedOut(BaseException):
                          "(a `while True:` with no reachable break) or need a longer --timeout")
 
 
+class ModelExited(Exception):
+    """The model's own code called sys.exit() (or raised SystemExit) while dycl ran it."""
+
+    def __init__(self, code):
+        super().__init__(f"the model's code called sys.exit({code!r}); dycl runs get_model(), get_inputs(), "
+                         "sample_inputs() and forward (every path, forced ones too) while converting, so none "
+                         "of them may exit")
+
+
 class StepFailed(Exception):
     def __init__(self, step: str, error: BaseException):
         self.step, self.error = step, error
@@ -608,6 +617,8 @@ def _run_steps(opts: ConvertOptions, st: ConversionResult, on_step) -> None:
             step(opts, st)
         except (ConversionError, KeyboardInterrupt):
             raise
+        except SystemExit as exc:  # else `dycl convert` would end with the model's exit code, saying nothing
+            raise StepFailed(name, ModelExited(exc.code)) from None
         except (Exception, TimedOut) as exc:
             raise StepFailed(name, exc) from exc
         st.timings[name] = time.perf_counter() - start

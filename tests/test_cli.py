@@ -107,3 +107,14 @@ def test_package_report_shows_the_host_tree(converted):
     report = open(os.path.join(result.out, "report.md")).read()
     assert "## Host program" in report and "if g.item() > 0.5" in report
     assert os.path.exists(os.path.join(result.out, "cfg.dot"))
+
+
+def test_model_code_that_exits_fails_the_conversion_and_says_so(tmp_path):
+    # Before, `dycl convert` ended with the model's exit code (3), printing nothing and writing nothing.
+    out = tmp_path / "out"
+    proc = dycl("convert", os.path.join(MODELS, "bad_exit.py"), "-o", str(out), "--check", "4")
+    assert proc.returncode == 1, proc.stderr
+    assert "error: conversion failed in step 'explore': the model's code called sys.exit(3); dycl runs " \
+           "get_model(), get_inputs(), sample_inputs() and forward (every path, forced ones too) while " \
+           "converting, so none of them may exit" in proc.stderr
+    assert not out.exists()
