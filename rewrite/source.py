@@ -47,10 +47,16 @@ class _FunctionIndex(cst.CSTVisitor):
             self.by_line[self.get_metadata(PositionProvider, deco).start.line] = node
 
 
-@functools.lru_cache(maxsize=64)
-def _parse_file(file: str, mtime: float):
+def _parse_file(file: str):
+    """The file's functions by line, and node positions; cached by content, so a file rewritten within
+    one mtime tick (a fuzzer, an editor's save) is never served from an older parse."""
     with open(file, encoding="utf-8") as fh:
-        wrapper = MetadataWrapper(cst.parse_module(fh.read()))
+        return _parse_text(fh.read())
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_text(text: str):
+    wrapper = MetadataWrapper(cst.parse_module(text))
     index = _FunctionIndex()
     wrapper.visit(index)
     return index.by_line, wrapper.resolve(PositionProvider)
@@ -81,7 +87,7 @@ def function_source(func) -> FunctionSource | None:
     file = code.co_filename
     if not file or not os.path.exists(file):
         return None
-    by_line, positions = _parse_file(file, os.path.getmtime(file))
+    by_line, positions = _parse_file(file)
     node = by_line.get(code.co_firstlineno)
     if node is None:
         return None
