@@ -119,7 +119,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
 
             if tune_trials:
                 opts.tune = _tune_settings(tune_trials, tune_budget, on_tune)
-            with _compiler(executor, address) as compile_all:
+            with _compiler(executor, address) as compile_all:  # None: the local compile pool
                 if compile_all is not None:
                     opts.compile_all = compile_all
                 result = run_convert(opts, on_step, on_progress)
@@ -150,28 +150,19 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     _print_summary(Console(), info, result.out, time.perf_counter() - start)
 
 
+def _compiler(executor: str, address: str | None):
+    if executor == "local":
+        return contextlib.nullcontext()
+    from .executors.ray_compile import on_cluster
+
+    return on_cluster(address)
+
+
 def _explicit_target(executor: str, backend: str, target: str | None) -> None:
     if executor == "ray" and backend in ("tvm", "auto") and not target:
         raise click.UsageError("--executor ray compiles TVM code on other nodes: give --target (e.g. "
                                '\'{"kind": "llvm", "mcpu": "skylake"}\'), so that the package does not depend on '
                                "which node compiled it")
-
-
-@contextlib.contextmanager
-def _compiler(executor: str, address: str | None):
-    """compile_all for the executor: None (the local compile pool), or Ray tasks on the cluster at `address`."""
-    if executor == "local":
-        yield None
-        return
-    from .executors.cluster import connect
-    from .executors.ray_compile import RayCompiler
-
-    with connect(address):
-        compiler = RayCompiler()
-        try:
-            yield compiler.compile_all
-        finally:
-            compiler.close()
 
 
 def _tune_settings(trials: int, budget: float, progress):

@@ -1,4 +1,5 @@
-"""Batch conversion of a folder of model files, one worker process per model.
+"""Batch conversion of a folder of model files, each model in a worker of its own (a local process, or a
+Ray task: see executors/).
 
 A crash, hang (per-model timeout) or error in one model never stops the
 others. Each finished package is renamed into place whole, so an interrupted

@@ -10,7 +10,9 @@ targets the intrinsics of other families are never imported.
 Records go to a JSONDatabase per target under the cache folder, keyed by each
 kernel's structure: a region (or another model) with the same kernels reuses
 them and tunes only what is new. A file lock keeps parallel conversions
-(`dycl zoo --jobs`) from writing one database at once.
+(`dycl zoo --jobs`) from writing one database at once. On a Ray cluster the
+records are shared through one keeper actor instead (see tvm_records), so that
+concurrent tasks tune each kernel once.
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ is sent out: onnxruntime compiles a region in milliseconds, which a task's round
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ import time
 
 from ..compile_pool import CompileFailed, compile_all as compile_here
 
-__all__ = ["RayCompiler", "compile_region", "start_records", "RETRIES"]
+__all__ = ["RayCompiler", "compile_region", "start_records", "on_cluster", "RETRIES"]
 
 RETRIES = 2
 
@@ -33,6 +34,19 @@ def start_records(ray, target: str | dict, threads: int = 1):
     spec = json.loads(target) if isinstance(target, str) else dict(target)
     spec = {**spec, "num-cores": threads}  # as TvmBackend.compile tunes
     return on_this_node(ray, RecordsKeeper, max_concurrency=64).remote(records_dir(TuneSettings(0), spec), spec)
+
+
+@contextlib.contextmanager
+def on_cluster(address: str | None):
+    """A RayCompiler's compile_all on the cluster at `address`; its records keeper is stopped afterwards."""
+    from .cluster import connect
+
+    with connect(address):
+        compiler = RayCompiler()
+        try:
+            yield compiler.compile_all
+        finally:
+            compiler.close()
 
 
 class RayCompiler:
