@@ -101,8 +101,21 @@ def measure_ray(repeat: int = 200) -> dict:
         ray.shutdown()
 
 
+def measure_imports(repeat: int = 3) -> float:
+    """Seconds a fresh worker spends importing torch and dycl's converter (each model's worker pays it, local
+    or on Ray, before its conversion's own clock starts)."""
+    import subprocess
+
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch, dycl.zoo, dycl.convert"], check=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def plan(models: list[dict], ray_costs: dict | None, n_models: int, nodes: int, cores: int, trials: int,
-         shared: float) -> float:
+         shared: float, imports: float) -> float:
     """Estimated wall seconds for `n_models` models like `models` on `nodes` nodes of `cores` cores."""
     per_task = ray_costs["task_s"] if ray_costs else 0.0
     fresh = ray_costs["fresh_worker_s"] if ray_costs else 0.0
@@ -112,9 +125,9 @@ def plan(models: list[dict], ray_costs: dict | None, n_models: int, nodes: int, 
         per_trial = m["tune_s"] / m["trials"] if m["trials"] else 0.0
         tune = per_trial * trials * m["uses"] * shared  # kernels this model tunes itself
         regions = sum(m["compile_s"]) + len(m["compile_s"]) * per_task
-        work += m["serial_s"] + fresh + regions + tune
+        work += m["serial_s"] + imports + fresh + regions + tune
         tune_total += tune
-        longest = max(longest, m["serial_s"] + fresh + max(m["compile_s"], default=0.0)
+        longest = max(longest, m["serial_s"] + imports + fresh + max(m["compile_s"], default=0.0)
                       + (tune / max(1, len(m["compile_s"])) if ray_costs else tune))
     scale = n_models / len(models)
     work, tune_total = work * scale, tune_total * scale
@@ -150,13 +163,14 @@ def main(argv=None) -> None:
             ray_costs = json.load(fh)["ray"]
     else:
         raise SystemExit("give --measure-ray or --ray FILE")
+    imports = measure_imports()
     uses = sum(m["uses"] for m in models)
     shared = sum(m["tuned"] for m in models) / uses if uses else 1.0  # kernels tuned per kernel use, measured
     print(f"measured: {len(models)} models, {sum(len(m['compile_s']) for m in models)} compiled regions; "
           f"serial {statistics.mean(m['serial_s'] for m in models):.1f} s/model, compile "
           f"{statistics.mean(s for m in models for s in m['compile_s'] or [0]):.2f} s/region, "
           f"tuning {sum(m['tune_s'] for m in models) / max(1, sum(m['trials'] for m in models)):.2f} s/trial, "
-          f"{shared:.2f} kernels tuned per kernel use")
+          f"{shared:.2f} kernels tuned per kernel use; a worker imports torch and dycl in {imports:.1f} s")
     print(f"Ray: start {ray_costs['start_s']:.1f} s, task round trip {ray_costs['task_s'] * 1e3:.2f} ms, "
           f"driver {ray_costs['driver_per_task_s'] * 1e3:.2f} ms/task, fresh worker {ray_costs['fresh_worker_s']:.2f} s, "
           f"1 MB back {ray_costs['mb_s'] * 1e3:.1f} ms")
@@ -164,13 +178,14 @@ def main(argv=None) -> None:
     print(f"\n| {args.models} models | untuned | tuned, {args.trials} trials/kernel |\n|---|---:|---:|")
     for label, nodes, costs in [("local (1 machine)", 1, None)] + [(f"ray, {n} node{'s' * (n > 1)}", n, ray_costs)
                                                                    for n in args.nodes]:
-        untuned = plan(models, costs, args.models, nodes, args.cores, 0, shared)
-        tuned = plan(models, costs, args.models, nodes, args.cores, args.trials, shared)
+        untuned = plan(models, costs, args.models, nodes, args.cores, 0, shared, imports)
+        tuned = plan(models, costs, args.models, nodes, args.cores, args.trials, shared, imports)
         rows.append({"executor": label, "nodes": nodes, "untuned_s": untuned, "tuned_s": tuned})
         print(f"| {label} × {args.cores} cores | {_hours(untuned)} | {_hours(tuned)} |")
     if args.save:
         with open(args.save, "w", encoding="utf-8") as fh:
-            json.dump({"models": models, "ray": ray_costs, "shared": shared, "table": rows}, fh, indent=1)
+            json.dump({"models": models, "ray": ray_costs, "imports_s": imports, "shared": shared, "table": rows}, fh,
+                      indent=1)
 
 
 if __name__ == "__main__":
