@@ -68,8 +68,10 @@ class RayCompiler:
                 self.records, self.started_records = start_records(ray, backend.target, backend.threads), True
             if tune.deadline is None and tune.budget_s is not None:
                 tune.deadline = time.monotonic() + tune.budget_s
-            left = None if tune.deadline is None else max(0.0, tune.deadline - time.monotonic())
-            tuning = {"trials": tune.trials, "budget_s": left}
+            # The budget ends at one moment for every region, however long a task waits for a CPU: sent as
+            # wall-clock time, which the nodes share (their monotonic clocks are their own).
+            ends = None if tune.deadline is None else time.time() + max(0.0, tune.deadline - time.monotonic())
+            tuning = {"trials": tune.trials, "ends": ends}
         options = {"threads": backend.threads, "target": backend.target_spec}
         task = ray.remote(compile_region).options(num_cpus=1, max_retries=RETRIES)
         refs = {}
@@ -131,7 +133,9 @@ def compile_region(onnx: bytes, artifact_name: str, options: dict, tuning: dict 
             from ..backends.tvm_records import SharedRecords
             from ..backends.tvm_tune import TuneSettings
 
-            settings = TuneSettings(tuning["trials"], tuning["budget_s"])
+            settings = TuneSettings(tuning["trials"])
+            if tuning["ends"] is not None:
+                settings.deadline = time.monotonic() + max(0.0, tuning["ends"] - time.time())
             settings.records = SharedRecords(records)
         backend = TvmBackend(options["threads"], options["target"], settings)
         mcpu, here = backend.target.get("mcpu"), default_target()["mcpu"]
