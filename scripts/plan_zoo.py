@@ -139,6 +139,15 @@ def plan(models: list[dict], ray_costs: dict | None, n_models: int, nodes: int, 
     return max(work / capacity, longest) + driver + ray_costs["start_s"]
 
 
+def _seconds_per_trial(reports: list[str]) -> float | None:
+    seconds = trials = 0.0
+    for path in reports:
+        with open(path, encoding="utf-8") as fh:
+            for t in json.load(fh).get("tuning", []):
+                seconds, trials = seconds + t["seconds"], trials + t["trials"]
+    return seconds / trials if trials else None
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
@@ -152,6 +161,9 @@ def main(argv=None) -> None:
     ap.add_argument("--nodes", type=int, nargs="+", default=[1, 8, 64])
     ap.add_argument("--cores", type=int, default=16, help="cores per node")
     ap.add_argument("--trials", type=int, default=32, help="MetaSchedule trials per kernel")
+    ap.add_argument("--tuning-report", action="append", default=[],
+                    help="a tuned package's report.json (dycl convert --tune): its seconds per trial, where the zoo "
+                         "reports tuned none")
     ap.add_argument("--save", help="write the inputs and the table as JSON here")
     args = ap.parse_args(argv)
 
@@ -165,7 +177,12 @@ def main(argv=None) -> None:
         raise SystemExit("give --measure-ray or --ray FILE")
     imports = measure_imports()
     uses = sum(m["uses"] for m in models)
-    shared = sum(m["tuned"] for m in models) / uses if uses else 1.0  # kernels tuned per kernel use, measured
+    tuned = sum(m["tuned"] for m in models)
+    shared = tuned / uses if tuned else 1.0  # kernels tuned per kernel use, measured (none measured: no sharing)
+    per_trial = _seconds_per_trial(args.tuning_report)
+    for m in models:
+        if per_trial is not None and not m["trials"]:
+            m["tune_s"], m["trials"] = per_trial, 1
     print(f"measured: {len(models)} models, {sum(len(m['compile_s']) for m in models)} compiled regions; "
           f"serial {statistics.mean(m['serial_s'] for m in models):.1f} s/model, compile "
           f"{statistics.mean(s for m in models for s in m['compile_s'] or [0]):.2f} s/region, "
