@@ -28,6 +28,7 @@ from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
 from .explore import PythonValueOut, explore
 from .export import export_region, torch_region_info, verify_region
+from .shape_deps import value_shaped_names
 from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
 from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .package import write_manifest, write_picture, write_report
@@ -303,7 +304,25 @@ def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
         arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
         if d.dclass == "shape" and len(arms) == 1:
             fixed[d.decision] = arms.pop()
-    return fixed
+    return _shapes_of_shapes(st, fixed)
+
+
+def _shapes_of_shapes(st: ConversionResult, fixed: dict[str, bool]) -> dict[str, bool]:
+    """Of `fixed`, the decisions whose shapes follow from the (static) input shapes: not `sel.shape[0] > 2`
+    of `sel = h[mask]`, which other input values change however the samples went."""
+    tests = {d.decision: d.test for d in st.program.decisions if d.decision in fixed and not _dtype_test(d.test)}
+    if not tests:
+        return fixed
+    value_shaped = value_shaped_names(st.program, st.exploration, st.regions_module, st.spec.model)
+    return {k: v for k, v in fixed.items() if k not in tests or not _read_names(tests[k]) & value_shaped}
+
+
+def _read_names(test) -> set[str]:
+    import libcst as cst
+
+    from rewrite.walk import find
+
+    return {n.value for n in find(test, cst.Name)}
 
 
 def _explore(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -36,3 +36,24 @@ def test_decision_on_a_scalar_input_is_not_folded(converted):
         with torch.no_grad():
             expected = result.spec.model(x, k).numpy()
         np.testing.assert_allclose(net(x.numpy(), k), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_shape_test_on_a_value_shaped_tensor_is_not_folded(converted):
+    result = converted(os.path.join(MODELS, "value_shaped_test.py"), check=10)
+    assert result.check.passed, result.check.failure
+    assert result.program.static_decisions == 0
+    net = dycl.load(result.out)
+    gen = torch.Generator().manual_seed(1)
+    for selected in (0, 1, 2, 3, 6):  # 0-2 take the arm no sample took
+        x = torch.randn(6, 4, generator=gen)
+        x[:, 0] = x[:, 0].abs() + 0.1
+        x[selected:, 0] = -x[selected:, 0]
+        with torch.no_grad():
+            expected = result.spec.model(x).numpy()
+        np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_shape_test_on_shapes_of_shapes_is_still_folded(converted):
+    # `if x.dim() == 3:` on a static input cannot change: folded, as before.
+    result = converted(os.path.join(MODELS, "c_zeros_device.py"), check=20)
+    assert result.program.static_decisions >= 1
