@@ -407,9 +407,11 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
         st.region_meta.append(_region_meta(region, record, info, artifact, origin, used.name))
     st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
     used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
+    kept = {path for artifact in used_artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
     for artifact in artifacts.made() - used_artifacts:  # measured by --backend auto, then not kept
         for path in artifact_files(os.path.join(st.workdir, artifact)):
-            os.remove(path)
+            if path not in kept:  # a library that a kept region's weights are bound to stays
+                os.remove(path)
     st.artifacts = len(used_artifacts)
 
 
@@ -432,43 +434,66 @@ def _region_time(run, feeds, repeat: int = 30) -> float:
 
 
 class _Artifacts:
-    """One artifact per distinct graph and backend: identical regions share it, and so does a failure."""
+    """One artifact per distinct graph and backend: identical regions share it, and so does a failure.
+
+    Where the backend lifts weights out of the graphs (TVM), regions whose graphs differ only in their
+    weights share one compiled library, and each region's artifact is its own weights file naming it.
+    """
 
     def __init__(self, workdir: str, seconds: dict[str, float], progress: Progress = _quiet, compile=compile_all):
-        self.workdir, self.seconds = workdir, seconds  # seconds: per artifact, its compiler's time
+        self.workdir, self.seconds = workdir, seconds  # seconds: per compiled graph, its compiler's time
         self.progress = progress
         self.compile = compile
-        self.done: dict[tuple[str, str], str | Exception] = {}
-        self.hashes: dict[str, str] = {}  # ONNX path -> content hash: each exported file is read once
+        self.done: dict[tuple[str, str], str | Exception] = {}  # (backend, ONNX hash) -> artifact or error
+        self.libraries: dict[tuple[str, str], str | Exception] = {}  # (backend, graph hash) -> compiled graph
+        self.hashes: dict[str, str] = {}  # file -> content hash: each file is read once
 
-    def _key(self, backend, onnx_path: str) -> tuple[str, str]:
-        if onnx_path not in self.hashes:
-            self.hashes[onnx_path] = sha256_file(onnx_path)
-        return backend.name, self.hashes[onnx_path]
+    def _hash(self, path: str) -> str:
+        if path not in self.hashes:
+            self.hashes[path] = sha256_file(path)
+        return self.hashes[path]
 
     def prepare(self, backend, regions: list[tuple[str, str]], processes: int) -> None:
         """Compile the distinct graphs among `(region name, ONNX path)`, `processes` at a time."""
-        jobs: dict[tuple[str, str], tuple[str, str]] = {}  # (backend, graph hash) -> (artifact, ONNX path)
+        pending: dict[tuple[str, str], tuple[str, object, tuple[str, str]]] = {}  # region key -> name, weights, graph key
+        jobs: dict[tuple[str, str], tuple[str, str]] = {}  # graph key -> (compiled artifact, graph to compile)
         for name, onnx_path in regions:
-            jobs.setdefault(self._key(backend, onnx_path), (f"regions/{name}{backend.suffix}", onnx_path))
+            key = (backend.name, self._hash(onnx_path))
+            if key in self.done or key in pending:
+                continue
+            graph, weights = backend.split(onnx_path, os.path.join(os.path.dirname(onnx_path), f"{name}.{backend.name}.onnx"))
+            graph_key = (backend.name, self._hash(graph))
+            if graph_key not in self.libraries:
+                jobs.setdefault(graph_key, (f"regions/{name}{backend.suffix}", graph))
+            pending[key] = (name, weights, graph_key)
         names = {os.path.join(self.workdir, a): os.path.basename(a) for a, _ in jobs.values()}
 
         def compiled(artifact: str, done: int) -> None:
             self.progress("export", f"compiled {names[artifact]} with {backend.name}", done, len(jobs))
 
-        self.progress("export", f"compiling {len(jobs)} graph(s) with {backend.name}", 0, len(jobs))
+        if jobs:
+            self.progress("export", f"compiling {len(jobs)} graph(s) for {len(pending)} region(s) with {backend.name}",
+                          0, len(jobs))
         results = self.compile(backend, {os.path.join(self.workdir, a): p for a, p in jobs.values()}, processes,
                               on_done=compiled)
-        for key, (artifact, _) in jobs.items():
-            result = results[os.path.join(self.workdir, artifact)]
+        for graph_key, (library, _) in jobs.items():
+            result = results[os.path.join(self.workdir, library)]
             if isinstance(result, Exception):
-                self.done[key] = result
+                self.libraries[graph_key] = result
             else:
-                self.done[key], self.seconds[artifact] = artifact, result
+                self.libraries[graph_key], self.seconds[library] = library, result
+        for key, (name, weights, graph_key) in pending.items():
+            library = self.libraries[graph_key]
+            if weights is None or isinstance(library, Exception):
+                self.done[key] = library
+                continue
+            artifact = f"regions/{name}{backend.weights_suffix}"
+            backend.bind(weights, os.path.basename(library), os.path.join(self.workdir, artifact))
+            self.done[key] = artifact
 
     def get(self, backend, onnx_path: str, name: str) -> str:
         """The artifact of this graph (compiled now if `prepare` did not); raises its compile error."""
-        key = self._key(backend, onnx_path)
+        key = (backend.name, self._hash(onnx_path))
         if key not in self.done:
             self.prepare(backend, [(name, onnx_path)], 1)
         result = self.done[key]

@@ -28,8 +28,9 @@ def get_backend(name: str, **options) -> Backend:
 
 
 def artifact_files(artifact_path: str) -> list[str]:
-    """The files that make up an artifact, by its suffix (an onnxruntime graph keeps its weights beside it)."""
+    """The files that make up an artifact, by its suffix (an onnxruntime graph keeps its weights beside it;
+    a TVM region's weights name the library they are bound to)."""
     for backend in BACKENDS.values():
-        if backend.suffix and artifact_path.endswith(backend.suffix):
+        if any(s and artifact_path.endswith(s) for s in (backend.suffix, backend.weights_suffix)):
             return backend.files(artifact_path)
     return Backend.files(artifact_path)

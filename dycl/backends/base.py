@@ -15,7 +15,8 @@ class Backend:
     """Compile an ONNX file into an artifact; load an artifact as a callable."""
 
     name = ""
-    suffix = ""
+    suffix = ""  # of a compiled graph
+    weights_suffix = ""  # of a region's own weights file, where the backend lifts weights out (see split)
 
     def __init__(self, threads: int = 1):
         self.threads = threads
@@ -29,6 +30,19 @@ class Backend:
         """Refuse, with a clear message, artifacts compiled for another machine."""
 
     def compile(self, onnx_path: str, artifact_path: str) -> None:
+        raise NotImplementedError
+
+    def split(self, onnx_path: str, graph_path: str) -> tuple[str, object | None]:
+        """The graph to compile for a region, and the weights lifted out of it (None: none were).
+
+        A backend that compiles weights as inputs writes the graph without them to `graph_path`, so that
+        regions with equal graphs share one compiled artifact and `bind` gives each its own weights.
+        By default weights are compiled in: the graph is the ONNX file itself.
+        """
+        return onnx_path, None
+
+    def bind(self, weights, library: str, artifact_path: str) -> None:
+        """Write a region's artifact: its `weights` (from `split`) and the compiled graph `library` beside it."""
         raise NotImplementedError
 
     @classmethod

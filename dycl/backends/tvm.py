@@ -7,6 +7,15 @@ MetaSchedule first (see tvm_tune).
 The pipeline must be passed to `tvm.compile` as `relax_pipeline`: applying it
 by hand and then compiling runs it twice, which crashes TVM 0.27 at run time.
 
+Weights: `split` lifts a region's weights out of its graph as inputs (see
+tvm_lift), so that regions of the same shape with different weights compile to
+one library; each region's artifact is then its weights file (tvm_params),
+which names the library. Computations on the weights alone (a transposed
+matrix, a bias reshaped to broadcast, a batch norm's scale) are lifted by
+Relax's LiftTransformParams into `main_transform_params`, run once at load, so
+what constant folding did at compile time is done then. A region with nothing to
+lift has the library itself as its artifact.
+
 Run: arrays cross by DLPack (no copy) both ways where numpy's buffer is
 64-byte aligned (TVM's kernels assume it; an unaligned buffer crashes them),
 and are copied into TVM memory otherwise. TVM may return an output
@@ -19,6 +28,7 @@ import json
 import os
 
 from .base import Backend, RegionFn
+from .tvm_params import library_of, read_weights, write_weights
 
 __all__ = ["TvmBackend", "default_target", "TargetMismatch"]
 
@@ -67,11 +77,13 @@ def _target(spec: str | dict | None):
 class TvmBackend(Backend):
     name = "tvm"
     suffix = ".so"
+    weights_suffix = ".safetensors"
 
     def __init__(self, threads: int = 1, target: str | dict | None = None, tune=None):
         super().__init__(threads)
         self.target_spec = target
         self.tune = tune  # tvm_tune.TuneSettings, or None: the default schedules
+        self._vms: dict[tuple, object] = {}  # library file (path and stat) -> its Relax VM
 
     @property
     def target(self) -> dict:
@@ -88,12 +100,20 @@ class TvmBackend(Backend):
 
         from ..torch_nan import TVM_ONLY, repair
         from .lstm_lowering import lower_lstm
+        from .tvm_lift import NUM_INPUT
 
         target = _target(self.target_spec)
         model = onnx.load(onnx_path)
+        num_input = {p.key: p.value for p in model.metadata_props}.get(NUM_INPUT)
         repair(model, TVM_ONLY)  # TVM's max/min/relu/clip/topk drop NaN where torch keeps it
         lower_lstm(model)  # TVM's ONNX front end has no LSTM
         mod = from_onnx(model, keep_params_in_input=False)
+        if num_input is not None and int(num_input) < len(mod["main"].params):
+            # The weights' own computations move to main_transform_params, run once at load.
+            mod["main"] = mod["main"].with_attr("num_input", int(num_input))
+            mod = tvm.transform.Sequential([relax.transform.DecomposeOpsForInference(),
+                                            relax.transform.CanonicalizeBindings(),
+                                            relax.transform.LiftTransformParams()])(mod)
         if self.tune is not None and self.tune.trials > 0:
             from .tvm_tune import tune
 
@@ -103,6 +123,24 @@ class TvmBackend(Backend):
             mod = tune(mod, target, spec, self.tune, os.path.splitext(os.path.basename(artifact_path))[0])
         executable = tvm.compile(mod, target=target, relax_pipeline=relax.get_default_pipeline(target))
         executable.export_library(artifact_path)
+
+    def split(self, onnx_path: str, graph_path: str):
+        import onnx
+
+        from .tvm_lift import lift_weights
+
+        graph, weights = lift_weights(onnx.load(onnx_path))
+        onnx.save(graph, graph_path)
+        return graph_path, weights
+
+    def bind(self, weights, library: str, artifact_path: str) -> None:
+        write_weights(artifact_path, weights, library)
+
+    @classmethod
+    def files(cls, artifact_path: str) -> list[str]:
+        if artifact_path.endswith(cls.weights_suffix) and os.path.exists(artifact_path):
+            return [artifact_path, library_of(artifact_path)]  # the library even if missing: verify says so
+        return super().files(artifact_path)
 
     def warm_up(self) -> None:
         import onnx  # noqa: F401
@@ -130,8 +168,16 @@ class TvmBackend(Backend):
         from tvm import relax
 
         use_threads(self.threads)
-        vm = relax.VirtualMachine(_load_library(tvm, artifact_path), tvm.cpu())
+        if artifact_path.endswith(self.weights_suffix):
+            weights, library = read_weights(artifact_path)
+        else:
+            weights, library = None, artifact_path
+        vm = self._vm(tvm, relax, library)
         main = vm["main"]
+        bound = []
+        if weights is not None:
+            arrays = [tvm.runtime.tensor(a) for a in weights.arrays]
+            bound = list(vm["main_transform_params"]([arrays[u] for u in weights.uses]))
         from_dlpack = tvm_ffi.from_dlpack
         to_numpy = np.from_dlpack
 
@@ -144,12 +190,20 @@ class TvmBackend(Backend):
             return tvm.runtime.tensor(a if a.flags.c_contiguous else a.copy(order="C"))
 
         def call(arrays):
-            result = main(*[tensor(a) for a in arrays])
+            result = main(*[tensor(a) for a in arrays], *bound)
             outs = [result] if isinstance(result, tvm.runtime.Tensor) else list(result)
             arrays_out = [to_numpy(o) for o in outs]
             return [a.copy() if any(np.may_share_memory(a, i) for i in arrays) else a for a in arrays_out]
 
         return call
+
+    def _vm(self, tvm, relax, library: str):
+        """One Relax VM per library (as the file is now): regions that share a library share its VM."""
+        stat = os.stat(library)
+        key = (os.path.abspath(library), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if key not in self._vms:
+            self._vms[key] = relax.VirtualMachine(_load_library(tvm, library), tvm.cpu())
+        return self._vms[key]
 
 
 def _load_library(tvm, path: str):

@@ -207,6 +207,13 @@ def _callbacks():
     return InProcessBuilder, InProcessRunner, Progress
 
 
+def _without_weight_transforms(mod):
+    """`mod` less the functions that transform weights once at load (tvm_lift): not worth a trial."""
+    import tvm
+
+    return tvm.IRModule({gv: f for gv, f in mod.functions.items() if not gv.name_hint.endswith("_transform_params")})
+
+
 def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
     """`mod` (from_onnx) fused and with its static kernels tuned: ready for `tvm.compile`."""
     import tvm
@@ -241,7 +248,7 @@ def tune(mod, target, target_spec: dict, settings: TuneSettings, name: str):
     start = time.monotonic()
     with records.session(target) as session:
         database = session.database
-        tasks = ms.relax_integration.extract_tasks(mod, target)
+        tasks = ms.relax_integration.extract_tasks(_without_weight_transforms(mod), target)
         stat["kernels"] = len(tasks)
         static = [t for t in tasks if _static(t.dispatched[0]["main"])]
         stat["dynamic"] = len(tasks) - len(static)

@@ -140,7 +140,8 @@ def verify_files(path: str, manifest: dict, keep: str = "host.py") -> bytes:
 def artifact_paths(path: str, manifest: dict) -> dict[str, str]:
     """Each region artifact the manifest names, mapped to its path inside the package.
 
-    Every file that makes up an artifact (an onnxruntime graph's weights too) must be listed with a hash.
+    Every file that makes up an artifact (an onnxruntime graph's weights, the library a TVM region's weights
+    are bound to) must be listed with a hash, and lie inside the package.
     """
     from ..backends import artifact_files
 
@@ -150,10 +151,15 @@ def artifact_paths(path: str, manifest: dict) -> dict[str, str]:
         if artifact is None or artifact in found:
             continue
         found[artifact] = package_path(path, artifact)
-        for part in artifact_files(found[artifact]):
+        try:
+            parts = artifact_files(found[artifact])
+        except ValueError as exc:  # a TVM region's weights file that does not say which library it binds
+            raise PackageError(f"{path}: region {meta['name']}: {exc}") from None
+        for part in parts:
             rel = os.path.relpath(part, path).replace(os.sep, "/")
             if rel not in manifest["files"]:
                 raise PackageError(f"{path}: {rel} (region {meta['name']}) is not listed in the manifest's files")
+            package_path(path, rel)
     return found
 
 
