@@ -15,7 +15,7 @@ import libcst as cst
 
 from .jumps import Frame
 from .staticeval import value_of
-from .values import ModRef
+from .values import ModRef, SizedList
 from .walk import find
 
 __all__ = ["ExpressionChecks"]
@@ -76,10 +76,9 @@ class ExpressionChecks:
         if name in bound:
             return True
         try:
-            value_of(cst.Name(name), frame.scope)
+            return not isinstance(value_of(cst.Name(name), frame.scope), SizedList)
         except Exception:
             return False
-        return True
 
     def _check_expression(self, expr, frame: Frame) -> None:
         for comp in find(expr, _COMPREHENSIONS):
@@ -97,12 +96,16 @@ class ExpressionChecks:
             self._check_call(call, frame)
 
     def _check_comprehension(self, comp, frame: Frame) -> None:
+        try:
+            value_of(comp, frame.scope)  # decided at conversion time: `{k: v for k, v in kwargs.items() if ...}`
+            return
+        except Exception:
+            pass
         bound: set[str] = set()
         for_in = comp.for_in
         while for_in is not None:
             try:
-                value_of(for_in.iter, frame.scope)
-                static = True
+                static = not isinstance(value_of(for_in.iter, frame.scope), SizedList)  # a run-time list
             except Exception:
                 static = False
             names = {n.value for n in find(for_in.target, (cst.Name,))}

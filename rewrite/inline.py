@@ -8,16 +8,18 @@ assignments of the call's result.
 from __future__ import annotations
 
 import inspect
+import sys
 
 import libcst as cst
 from torch import nn
 
 from .cfg import Stmt, code
+from .nonnull import never_none
 from .jumps import Frame, assigned_names, jump_in_loop, splice_returns
 from .source import FunctionSource, function_source, unwrap_transparent
 from .staticeval import Method, Scope, value_of
 from .walk import find
-from .values import Alias, ModRef, Pack, Static, Unknown
+from .values import NOT_NONE, Alias, ModRef, NotNone, Pack, Static, Unknown
 
 __all__ = ["Inlining"]
 
@@ -25,8 +27,10 @@ _MAX_INLINE_DEPTH = 16
 
 
 def _user_code(obj) -> bool:
-    module = getattr(obj, "__module__", "") or ""
-    return not module.split(".")[0] in ("torch", "builtins", "math", "numpy", "functools", "typing")
+    """Whether `obj` is model or library code to inline: not torch, numpy or Python's standard library
+    (`inspect.signature(self.feed_forward_chunk)` is evaluated at conversion time, never inlined)."""
+    top = (getattr(obj, "__module__", "") or "").split(".")[0]
+    return top not in ("torch", "numpy") and top not in sys.stdlib_module_names
 
 
 def _has_branches(func) -> bool:
@@ -201,6 +205,8 @@ class Inlining:
         assigned = assigned_names(src.node.body)
         for name, (kind, arg) in bound.items():
             if kind == "value":
+                if isinstance(arg, Alias) and arg.not_none and arg.attr is None and name not in assigned:
+                    scope.env[name] = NOT_NONE
                 if isinstance(arg, Alias) and arg.attr is None and name not in assigned:
                     scope.rename[name] = arg.name
                 elif isinstance(arg, Alias) and arg.attr is None:
@@ -221,6 +227,8 @@ class Inlining:
                 scope.env[name] = static
             elif isinstance(value, cst.Name) and name not in assigned:
                 scope.rename[name] = value.value
+                if isinstance(arg, cst.Name) and isinstance(frame.scope.env.get(arg.value), NotNone):
+                    scope.env[name] = NOT_NONE  # `input_ids is not None` on forward's tensor input folds
             else:
                 out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.rename[name]))], value), origin))
         self._depth += 1
@@ -313,12 +321,13 @@ class Inlining:
                 values.append(static)
                 continue
             if isinstance(value, cst.Name):  # the caller's variable: the callee cannot rebind it
-                values.append(Alias(value.value))
+                known = isinstance(arg, cst.Name) and isinstance(frame.scope.env.get(arg.value), NotNone)
+                values.append(Alias(value.value, not_none=known))
                 continue
             name = self.names.fresh("arg")
             frame.scope.rename[name] = name
             out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(name))], value), self.origin(frame, line)))
-            values.append(Alias(name))
+            values.append(Alias(name, not_none=never_none(value, frame.scope)))
         return values
 
     def _rename_map(self, func, src: FunctionSource) -> dict[str, str]:

@@ -20,19 +20,23 @@ from .diagnostics import Diagnostic, Location
 from .dispatch import ModuleDispatch
 from .higher_order import HigherOrderOps
 from .inline import Inlining
+from .lists import ListBuilding
 from .jumps import Frame, as_tuple, binop_of
+from .imports import imported_names
+from .nonnull import never_none, never_none_items
 from .loops import LoopLowering
 from .state import AttributeWrites
 from .names import Namespace
 from .source import FunctionSource, function_source
-from .staticeval import Scope, _target_names, fold, representation, value_of
-from .values import NOT_NONE, ModRef, Pack, Static, Unknown, is_literal, to_node
+from .staticeval import Method, Scope, _target_names, fold, representation, value_of
+from .values import NOT_NONE, ModRef, Pack, SizedList, Static, StaticList, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
 
 
-class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps, AttributeWrites):
+class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps, AttributeWrites,
+                       ListBuilding):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
@@ -70,8 +74,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                             "the converted package needs a fixed positional signature",
                             "list forward's inputs as named parameters")
         defining = next(k for k in cls.__mro__ if "forward" in k.__dict__)
-        scope = Scope({"self": self_ref, **defaults}, func.__globals__, {p: p for p in params}, self_ref, defining,
-                      self.state)
+        inputs = {p: NOT_NONE for p in params if p in self.tensor_inputs}  # tensor inputs are never None
+        scope = Scope({"self": self_ref, **inputs, **defaults}, func.__globals__, {p: p for p in params}, self_ref,
+                      defining, self.state)
         frame = Frame(src, scope, "forward", None)
         self.globals = dict(func.__globals__)
         body, _ = self.block(src.node.body.body, frame)
@@ -149,6 +154,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return None
         if isinstance(value, Static):
             return bool(value.value)
+        if isinstance(value, (StaticList, SizedList)):  # `if to_cat:` on a list of known length
+            return bool(value.items if isinstance(value, StaticList) else value.length)
         if isinstance(value, ModRef) and isinstance(value.obj, torch.Tensor):
             return None
         if isinstance(value, ModRef):
@@ -260,8 +267,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                         "pass the value as an input or store it on the model as a constant")
             return False
         if isinstance(node, (cst.Import, cst.ImportFrom)):
-            self._error("import-in-forward", frame.src, node, "import inside forward",
-                        "imports run at conversion time only", "move the import to the top of the module")
+            self._import(node, frame)
             return False
         if isinstance(node, cst.Del):
             return False
@@ -275,17 +281,20 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             check = self._assert_call(node.value, frame)
             if check is not None:
                 return self._assert(check, frame, out, line)
+            if self._list_append(node, frame, out, line):
+                return False
             inlined = self._try_inline(node.value, frame, out, line, result=None)
             if inlined is not None:
                 return False
             hoisted = []
             value = self.expression(node.value, frame, hoisted, line)
             out.extend(hoisted)
-            if not _mutates_a_constant(value):
+            if not _mutates_a_constant(value) and not _constant_result(value):
                 out.append(Stmt(node.with_changes(value=value), origin))
             return False
         if isinstance(node, cst.Assign):
-            if self._attribute_write(node, frame, out, line):
+            if self._attribute_write(node, frame, out, line) or self._list_assignment(node, frame, out, line) \
+                    or self._dtype_local(node, frame, out, line):
                 return False
             for t in node.targets:
                 if self._writes_self(t.target, frame):
@@ -295,16 +304,26 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                     return False
             if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 target = node.targets[0].target.value
+                if isinstance(node.value, cst.DictComp) and not frame.variant(target):
+                    kept = self._static(node.value, frame)  # a filter of matched `**kwargs`: a Pack
+                    if isinstance(kept, Pack):
+                        self.bind(node.targets[0].target, kept, frame, line)
+                        return False
                 if self._try_inline(node.value, frame, out, line, result=self._local(target, frame)) is not None:
                     self._set_dynamic(target, frame)
                     return False
-            hoisted = []
-            value = self.expression(node.value, frame, hoisted, line)
-            out.extend(hoisted)
-            static = self._static(value, frame)
+            # The source expression first: a folded module path is relative to the model, which an
+            # inlined submodule's scope (`self` is the submodule) cannot resolve.
             names = [n for t in node.targets for n in _target_names(t.target)]
-            if static is not None and all(isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets) \
-                    and not any(frame.variant(n) for n in names):
+            bindable = all(isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets) \
+                and not any(frame.variant(n) for n in names)
+            static = self._static(node.value, frame) if bindable else None
+            if static is None:
+                hoisted = []
+                value = self.expression(node.value, frame, hoisted, line)
+                out.extend(hoisted)
+                static = self._static(value, frame)
+            if static is not None and bindable:
                 for t in node.targets:
                     self.bind(t.target, static if isinstance(t.target, cst.Name) else as_tuple(static), frame, line)
                 return False
@@ -351,6 +370,19 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self._error("unsupported-statement", frame.src, node, f"`{type(node).__name__}` statement",
                     "this statement kind is not supported in forward", "rewrite it as assignments")
         return False
+
+    def _import(self, node, frame: Frame) -> None:
+        """An import inside forward runs once, when converting: the names it binds are static."""
+        try:
+            bindings = imported_names(node, frame.scope.globals)
+        except ImportError as exc:
+            self._error("import-in-forward", frame.src, node, "import inside forward that fails when converting",
+                        f"imports run at conversion time only, and this one raised: {exc}",
+                        "install the module, or move the import to the top of the module")
+            return
+        for name, value in bindings.items():
+            frame.scope.env[name] = Static(value)
+            frame.scope.poisoned.discard(name)
 
     # -- checks ------------------------------------------------------------------
     def _assert(self, node: cst.Assert, frame: Frame, out: list, line) -> bool:
@@ -423,13 +455,16 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         frame.scope.rename.setdefault(name, name)
 
     def _mark_not_none(self, target, value, frame: Frame) -> None:
-        """`a, b = x[:, :1], x[:, 1:]`: names assigned a slice or arithmetic are never None."""
+        """`a, b = x[:, :1], x[:, 1:]`, `b = w.float()`, `c, d = x.chunk(2)`: never None (rewrite/nonnull.py)."""
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
                 and len(target.elements) == len(value.elements):
             for t, v in zip(target.elements, value.elements):
                 self._mark_not_none(t.value, v.value, frame)
-        elif isinstance(target, cst.Name) and isinstance(value, (cst.Subscript, cst.BinaryOperation)) \
-                and not frame.variant(target.value):
+        elif isinstance(target, (cst.Tuple, cst.List)) and never_none_items(value, frame.scope):
+            for t in target.elements:
+                if isinstance(t.value, cst.Name) and not frame.variant(t.value.value):
+                    frame.scope.env[t.value.value] = NOT_NONE
+        elif isinstance(target, cst.Name) and never_none(value, frame.scope) and not frame.variant(target.value):
             frame.scope.env[target.value] = NOT_NONE
 
     def _store_target(self, target, frame):
@@ -466,7 +501,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
     @staticmethod
     def _constant(value):
         """`value` when a name may be bound to it at conversion time, else None."""
-        if isinstance(value, Pack):
+        if isinstance(value, (Pack, Method)):  # `forward_fn = self.feed_forward_chunk` is inlined where called
             return value
         if isinstance(value, Static) and isinstance(value.value, (list, dict, set)):
             return None  # mutable: `tokens = []` collects values at run time
@@ -504,6 +539,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
 
 _MUTATORS = {"append", "extend", "insert", "remove", "clear", "update", "add", "discard"}
 _CONSTANTS = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.SimpleString, cst.Integer, cst.Float, cst.Name)
+
+
+def _constant_result(value: cst.BaseExpression) -> bool:
+    """A statement that folded to its value (`logger.warning_once(...)` run when converting): no effect."""
+    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(value, cst.Name) and value.value in ("None", "True", "False"))
 
 
 def _mutates_a_constant(value: cst.BaseExpression) -> bool:

@@ -88,18 +88,47 @@ class AttributeWrites:
             hoisted: list = []
             folded = self.expression(node.value, frame, hoisted, line)
             out.extend(hoisted)
-            local = self.names.fresh(name.lstrip("_") or "attr")
-            frame.scope.rename[local] = local
-            attr = None
-            if isinstance(folded, cst.Attribute) and folded.attr.value in ("dtype", "device"):
-                # An empty slice carries the dtype (device) from region to region; reads say `probe.dtype`.
-                attr = folded.attr.value
-                folded = cst.Subscript(cst.Call(cst.Attribute(folded.value, cst.Name("flatten"))),
-                                       [cst.SubscriptElement(cst.Slice(None, cst.Integer("0")))])
-            out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(local))], folded), self.origin(frame, line)))
-            frame.scope.state[key] = Alias(local, attr)
+            frame.scope.state[key] = self._probe(folded, name.lstrip("_") or "attr", frame, out, line)
             return True
         self._state_error(target, frame, "forward stores a run-time value on the model")
+        return True
+
+    def _probe(self, folded, name: str, frame: Frame, out: list, line) -> Alias:
+        """A fresh local that holds `folded`; for a dtype or device, an empty slice of the tensor
+        carries it from region to region, and reads say `probe.dtype`."""
+        local = self.names.fresh(name)
+        frame.scope.rename[local] = local
+        attr = None
+        if isinstance(folded, cst.Attribute) and folded.attr.value in ("dtype", "device"):
+            attr = folded.attr.value
+            folded = cst.Subscript(cst.Call(cst.Attribute(folded.value, cst.Name("flatten"))),
+                                   [cst.SubscriptElement(cst.Slice(None, cst.Integer("0")))])
+        out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(local))], folded), self.origin(frame, line)))
+        return Alias(local, attr)
+
+    def _dtype_local(self, node: cst.Assign, frame: Frame, out: list, line) -> bool:
+        """`input_dtype = x.dtype` of a run-time tensor: a compiled region cannot pass a dtype on, so the
+        name reads as `probe.dtype` of an empty slice of `x` wherever it is used; True when handled."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) \
+                or not isinstance(node.value, cst.Attribute) or node.value.attr.value not in ("dtype", "device"):
+            return False
+        name = node.targets[0].target.value
+        if frame.variant(name):
+            return False
+        try:
+            value_of(node.value, frame.scope)
+            return False  # a parameter's dtype: folded as a constant
+        except Unknown:
+            pass
+        except Exception:
+            return False
+        hoisted: list = []
+        folded = self.expression(node.value, frame, hoisted, line)
+        out.extend(hoisted)
+        if not isinstance(folded, cst.Attribute):
+            return False
+        self._set_dynamic(name, frame)
+        frame.scope.env[name] = self._probe(folded, f"{name}_probe", frame, out, line)
         return True
 
     def _state_error(self, target, frame: Frame, message: str) -> None:

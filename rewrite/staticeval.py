@@ -15,7 +15,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, ModRef, NotNone, Pack, Static, Unknown, is_literal, static_python_value,
+from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, ModRef, NotNone, Pack, SizedList, Static, StaticList, Unknown, is_literal, static_python_value,
                      to_node)
 
 __all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
@@ -55,6 +55,8 @@ _MUTATING = {"append", "extend", "insert", "pop", "remove", "clear", "update", "
 
 def _resolve_name(name: str, scope: Scope):
     if name in scope.env:
+        if isinstance(scope.env[name], NotNone):  # a run-time value (see _none_test)
+            raise Unknown(name)
         return scope.env[name]
     if name in scope.rename or name in scope.poisoned:
         raise Unknown(name)
@@ -107,12 +109,20 @@ def _index(node: cst.Subscript, scope: Scope):
 
 
 def _plain(value):
-    """The Python object behind a static value or module reference."""
+    """The Python object behind a static value, a module reference or a method bound to one."""
     if isinstance(value, Static):
         return value.value
     if isinstance(value, ModRef):
         return value.obj
+    if isinstance(value, Method):
+        return types.MethodType(value.func, value.owner.obj)
+    if isinstance(value, StaticList):
+        return [_plain_item(v) for v in value.items]
     raise Unknown("method")
+
+
+def _plain_item(value):
+    return tuple(_plain(v) for v in value) if isinstance(value, tuple) else _plain(value)
 
 
 _PACK_METHODS = {"get", "pop"}
@@ -161,6 +171,8 @@ def _library_function(fn) -> bool:
         if isinstance(fn.__self__, (torch.Tensor, nn.Module)):
             return False
         fn = fn.__func__
+    if hasattr(fn, "cache_info") and hasattr(fn, "__wrapped__"):  # functools.lru_cache: `is_x_available()`
+        fn = fn.__wrapped__
     if not isinstance(fn, types.FunctionType) or inspect.isgeneratorfunction(fn):
         return False
     top = (getattr(fn, "__module__", "") or "").split(".")[0]
@@ -187,6 +199,12 @@ def _call(node: cst.Call, scope: Scope):
         fn = func.value  # a lookup on configuration: `interface.get_interface(self.config.impl, default)`
     else:
         raise Unknown("call")
+    if fn is builtins.len and len(node.args) == 1 and not node.args[0].star:
+        pack = value_of(node.args[0].value, scope)
+        if isinstance(pack, Pack):  # `len(input_tensors)` of a `*input_tensors` parameter
+            return Static(len(pack.items) + len(pack.keywords))
+        if isinstance(pack, (StaticList, SizedList)):
+            return Static(len(pack.items) if isinstance(pack, StaticList) else pack.length)
     args, kwargs = [], {}
     for arg in node.args:
         if arg.star == "*":
@@ -229,8 +247,10 @@ def value_of(node: cst.BaseExpression, scope: Scope):
     """The conversion-time value of `node`: Static, ModRef or Method; raises Unknown."""
     if isinstance(node, cst.Name):
         return _resolve_name(node.value, scope)
-    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
         return Static(node.evaluated_value)
+    if isinstance(node, cst.ConcatenatedString):  # parts may be f-strings (libcst evaluates those to None)
+        return Static(_plain(value_of(node.left, scope)) + _plain(value_of(node.right, scope)))
     if isinstance(node, cst.Attribute):
         return _attribute(value_of(node.value, scope), node.attr.value, scope)
     if isinstance(node, cst.Subscript):
@@ -275,8 +295,11 @@ def value_of(node: cst.BaseExpression, scope: Scope):
         except Exception:
             raise Unknown("binop") from None
     if isinstance(node, cst.UnaryOperation):
-        value = _plain(value_of(node.expression, scope))
+        value = value_of(node.expression, scope)
         op = type(node.operator)
+        if isinstance(value, SizedList) and op is cst.Not:
+            return Static(value.length == 0)
+        value = _plain(value)
         if op is cst.Not:
             return Static(not value)
         if op is cst.Minus:
@@ -315,6 +338,8 @@ def value_of(node: cst.BaseExpression, scope: Scope):
     if isinstance(node, cst.IfExp):
         test = _plain(value_of(node.test, scope))
         return value_of(node.body if test else node.orelse, scope)
+    if isinstance(node, cst.DictComp):
+        return _filtered_pack(node, scope)
     if isinstance(node, cst.FormattedString):
         parts = []
         for part in node.parts:
@@ -326,6 +351,36 @@ def value_of(node: cst.BaseExpression, scope: Scope):
                 parts.append(str(_plain(value_of(part.expression, scope))))
         return Static("".join(parts))
     raise Unknown(type(node).__name__)
+
+
+def _filtered_pack(node: cst.DictComp, scope: Scope) -> Pack:
+    """`{k: v for k, v in kwargs.items() if k in allowed}` over matched keyword arguments: a Pack of the
+    ones the filter keeps, decided per key at conversion time."""
+    comp = node.for_in
+    target = comp.target
+    if comp.inner_for_in is not None or not isinstance(target, cst.Tuple) or len(target.elements) != 2 \
+            or not all(isinstance(el.value, cst.Name) for el in target.elements):
+        raise Unknown("comprehension")
+    key_name, value_name = (el.value.value for el in target.elements)
+    it = comp.iter
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == "items"
+            and not it.args):
+        raise Unknown("comprehension")
+    pack = value_of(it.func.value, scope)
+    if not isinstance(pack, Pack) or pack.items:
+        raise Unknown("comprehension")
+    if not (isinstance(node.key, cst.Name) and node.key.value == key_name
+            and isinstance(node.value, cst.Name) and node.value.value == value_name):
+        raise Unknown("comprehension")
+    kept = {}
+    for key, value in pack.keywords.items():
+        inner = Scope({**scope.env, key_name: Static(key), value_name: value}, scope.globals,
+                      {n: m for n, m in scope.rename.items() if n not in (key_name, value_name)},
+                      scope.self_ref, scope.cls, scope.state)
+        inner.poisoned = scope.poisoned - {key_name, value_name}
+        if all(_plain(value_of(cond.test, inner)) for cond in comp.ifs):
+            kept[key] = value
+    return Pack((), kept)
 
 
 def _none_test(left: cst.BaseExpression, right: cst.BaseExpression, scope: Scope) -> bool | None:
@@ -520,6 +575,8 @@ def iteration_items(node: cst.BaseExpression, scope: Scope) -> list:
         if isinstance(owner, ModRef) and method == "named_children":
             return [(Static(n), owner.child(n)) for n, _ in owner.obj.named_children()]
     value = value_of(node, scope)
+    if isinstance(value, StaticList):
+        return list(value.items)
     if isinstance(value, ModRef):
         obj = value.obj
         if isinstance(obj, nn.ModuleDict):

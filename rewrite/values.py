@@ -9,7 +9,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-__all__ = ["Static", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "Unknown", "to_node", "is_literal", "SAFE_CALLS", "BINOPS", "CMPOPS"]
+__all__ = ["Static", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "StaticList", "SizedList", "Unknown", "to_node", "is_literal", "SAFE_CALLS", "BINOPS", "CMPOPS"]
 
 
 class Unknown(Exception):
@@ -63,10 +63,10 @@ class Alias:
     """A run-time value known to be held by the variable `name` (an element of a Pack), or by its
     attribute `attr` (`probe.dtype`)."""
 
-    __slots__ = ("name", "attr")
+    __slots__ = ("name", "attr", "not_none")
 
-    def __init__(self, name: str, attr: str | None = None):
-        self.name, self.attr = name, attr
+    def __init__(self, name: str, attr: str | None = None, not_none: bool = False):
+        self.name, self.attr, self.not_none = name, attr, not_none  # not_none: see rewrite/nonnull.py
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Alias) and (self.name, self.attr) == (other.name, other.attr)
@@ -89,6 +89,37 @@ class NotNone:
 
 
 NOT_NONE = NotNone()
+
+
+class StaticList:
+    """A list built at conversion time from known values (`hooks.append((module, None))`); `items`
+    holds Static, ModRef or Method values, or tuples of them (rewrite/lists.py)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple):
+        self.items = tuple(items)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StaticList) and self.items == other.items
+
+    def __repr__(self) -> str:
+        return f"StaticList({list(self.items)!r})"
+
+
+class SizedList:
+    """A run-time list whose length is known at conversion time (rewrite/lists.py)."""
+
+    __slots__ = ("length",)
+
+    def __init__(self, length: int):
+        self.length = length
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SizedList) and self.length == other.length
+
+    def __repr__(self) -> str:
+        return f"SizedList({self.length})"
 
 
 class Pack:

@@ -39,6 +39,6 @@ class TorchBackend(Backend):
         def call(arrays):
             with torch.no_grad():
                 outs = flat(*[torch.from_numpy(np.array(a)) for a in arrays])
-            return [o.numpy() for o in outs]
+            return [o.detach().numpy() for o in outs]  # a region may return a parameter itself
 
         return call
