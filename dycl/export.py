@@ -20,6 +20,7 @@ import torch
 from ._torch_regions import FlatRegion
 from .dims import name_dims
 from .explore import RegionRecord
+from .onnx_ops import register as register_onnx_ops
 from .runtime.spec import count_leaves
 from .torch_nan import COMMON, repair as repair_nan
 from .trace_warnings import frozen_values
@@ -58,6 +59,7 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
     wrapper = FlatRegion(model, fn, record.in_specs, graph_leaves).eval()
     input_names = [f"i{k}" for k in range(len(example))]
     output_names = [f"o{k}" for k in range(len(graph_leaves))]
+    register_onnx_ops()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
