@@ -1,10 +1,10 @@
 """timm's VisionTransformer at any image size: PatchEmbed pads images that are not a multiple of the
-patch size, and the position embedding is resampled when the patch grid differs from the one it
-was trained at (a shape-determined branch in resample_abs_pos_embed).
+patch size, and the position embedding is resampled (bicubic, antialiased) when the patch grid
+differs from the one it was trained at: shape-determined branches in resample_abs_pos_embed, and
+`if to_cat:` on the list of prefix tokens, whose length is fixed by the configuration.
 
-Does not convert yet: exploration reaches no input for the arms of `if posemb_prefix is not None:`
-and `if to_cat:` that the configuration rules out (the front end does not know that a name
-assigned a tensor slice is never None), so "no input reached region(s) ..." stops the conversion.
+The sizes take each arm: 32x32 and 28x32 (padded) keep the 4x4 grid, 16x64 has a 2x8 grid of as
+many tokens (resampled all the same), the others change the number of tokens.
 """
 import torch
 from torch import nn
@@ -12,7 +12,7 @@ from torch import nn
 import _corpus
 from timm.models.vision_transformer import VisionTransformer
 
-SIZES = [(32, 32), (28, 32), (32, 20), (24, 24), (36, 28)]
+SIZES = [(32, 32), (28, 32), (32, 20), (24, 24), (36, 28), (16, 64)]
 
 
 class PaddedViT(nn.Module):
