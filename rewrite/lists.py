@@ -122,24 +122,35 @@ class ListBuilding:
     """Mixin of PartialEvaluator: `name = []` and `name.append(v)` with a length known when converting."""
 
     def _list_assignment(self, node: cst.Assign, frame: Frame, out: list, line) -> bool:
-        """`name = []`: bound as a StaticList or SizedList when its uses allow; True when handled."""
+        """`name = [...]`: bound as a StaticList (items known) or SizedList when its uses allow; True when handled."""
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) \
-                or not isinstance(node.value, cst.List) or node.value.elements:
+                or not isinstance(node.value, cst.List) \
+                or any(isinstance(el, cst.StarredElement) for el in node.value.elements):
             return False
         name = node.targets[0].target.value
         if frame.variant(name):
             return False
+        items = [self._list_item(el.value, frame) for el in node.value.elements]
         static_ok, sized_ok = _uses(frame.src.node, name)
-        if static_ok:
-            frame.scope.env[name] = StaticList(())
+        if static_ok and all(i is not None for i in items):  # `names = ["use_cache", ...]`, then a loop
+            held = StaticList(tuple(items), self._list_depth(frame))
+            rep = representation(held)
+            if rep is not None:  # the run-time list too, in case an append of a run-time value comes
+                self._set_dynamic(name, frame)
+                out.append(Stmt(node.with_changes(targets=[node.targets[0].with_changes(
+                    target=cst.Name(self._local(name, frame)))], value=rep), self.origin(frame, line)))
+            frame.scope.env[name] = held
             frame.scope.poisoned.discard(name)
             return True
         if not sized_ok:
             return False
         self._set_dynamic(name, frame)
+        hoisted: list = []
+        value = self.expression(node.value, frame, hoisted, line)
+        out.extend(hoisted)
         out.append(Stmt(node.with_changes(targets=[node.targets[0].with_changes(
-            target=cst.Name(self._local(name, frame)))]), self.origin(frame, line)))
-        frame.scope.env[name] = SizedList(0)
+            target=cst.Name(self._local(name, frame)))], value=value), self.origin(frame, line)))
+        frame.scope.env[name] = SizedList(len(node.value.elements))
         return True
 
     def _list_append(self, node: cst.Expr, frame: Frame, out: list, line) -> bool:
@@ -157,7 +168,7 @@ class ListBuilding:
         if isinstance(held, StaticList):
             item = None if in_host_loop else self._list_item(call.args[0].value, frame)
             if item is not None:
-                frame.scope.env[name] = StaticList(held.items + (item,))
+                frame.scope.env[name] = StaticList(held.items + (item,), held.depth)
                 return True
             if not self._materialize(name, held, frame, out, line, call):
                 return True
@@ -188,9 +199,21 @@ class ListBuilding:
             return None
         return self._constant(value)
 
+    def _list_depth(self, frame: Frame) -> tuple:
+        return self.arms, frame.loops.count("host")
+
     def _materialize(self, name: str, held: StaticList, frame: Frame, out: list, line, call) -> bool:
-        """Write a StaticList out as a run-time list (a value appended to it is known only at run time)."""
+        """Write a StaticList out as a run-time list (a value appended to it is known only at run time).
+
+        Its assignment wrote the list as it was then; items appended since are written here, which
+        is only right where no run-time decision lies between the two."""
         reps = [representation(v) for v in held.items]
+        if len(held.items) and held.depth != self._list_depth(frame):
+            self._error("static-list", frame.src, call, f"`{name}` gets a run-time value under a decision "
+                        "after values known when converting",
+                        "the values appended before the decision would have to be written out on its every path",
+                        "append the run-time values to a list of their own")
+            return False
         if any(r is None or isinstance(v, (ModRef, tuple)) for r, v in zip(reps, held.items)):
             self._error("static-list", frame.src, call, f"`{name}` mixes model objects and run-time values",
                         "the list holds values known only when converting (modules, functions) and a value "

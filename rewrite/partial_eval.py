@@ -49,6 +49,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self._renames: dict[object, dict[str, str]] = {}
         self.globals: dict = {}
         self._depth = 0
+        self.arms = 0  # how many arms of run-time `if`s the statement being lowered is inside
         self.state: dict = {}  # (id(module), attribute) -> what forward set it to (rewrite/state.py)
 
     # -- entry -------------------------------------------------------------
@@ -136,10 +137,14 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return terminated
         scope = frame.scope
         before = dict(scope.env)
-        body, t_body = self.block(node.body.body, frame)
-        env_body = scope.env
-        scope.env = dict(before)
-        orelse, t_else = self.block(orelse_stmts, frame)
+        self.arms += 1  # inside the arms of a run-time `if` (rewrite/lists.py)
+        try:
+            body, t_body = self.block(node.body.body, frame)
+            env_body = scope.env
+            scope.env = dict(before)
+            orelse, t_else = self.block(orelse_stmts, frame)
+        finally:
+            self.arms -= 1
         env_else = scope.env
         flows = [(e, sink) for e, sink, t in ((env_body, body, t_body), (env_else, orelse, t_else)) if not t]
         scope.env = self.merge(flows, frame, node) if flows else dict(before)
@@ -190,6 +195,11 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 if value is None:
                     continue
                 rep = representation(value)
+                if rep is None and isinstance(value, StaticList):
+                    self._error("static-list", frame.src, node, f"`{key}` holds different model objects on the paths "
+                                "that meet here", "a list of modules or functions is known only when converting, "
+                                "so it must be the same whichever arm a run-time decision takes",
+                                "append the same items on every path, or keep run-time values in a list of their own")
                 if rep is None or isinstance(value, ModRef):
                     frame.scope.poisoned.add(key)
                     break

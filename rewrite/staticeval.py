@@ -410,6 +410,8 @@ def representation(value) -> cst.BaseExpression | None:
         return cst.Name(value.name) if value.attr is None else cst.Attribute(cst.Name(value.name), cst.Name(value.attr))
     if isinstance(value, Static) and is_literal(value.value):
         return to_node(value.value)
+    if isinstance(value, StaticList) and all(isinstance(v, Static) and is_literal(v.value) for v in value.items):
+        return to_node([v.value for v in value.items])
     return None
 
 

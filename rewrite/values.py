@@ -95,10 +95,11 @@ class StaticList:
     """A list built at conversion time from known values (`hooks.append((module, None))`); `items`
     holds Static, ModRef or Method values, or tuples of them (rewrite/lists.py)."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "depth")
 
-    def __init__(self, items: tuple):
+    def __init__(self, items: tuple, depth: tuple = (0, 0)):
         self.items = tuple(items)
+        self.depth = depth  # (run-time `if` arms, host loops) it was created in; not part of its value
 
     def __eq__(self, other) -> bool:
         return isinstance(other, StaticList) and self.items == other.items
