@@ -294,12 +294,23 @@ def _dtype_test(test) -> bool:
         and not any(isinstance(c.func, cst.Name) and c.func.value == "len" for c in find(test, cst.Call))
 
 
+def _type_test(test) -> bool:
+    """`isinstance(x, list)` and nothing else: no size changes it."""
+    import libcst as cst
+
+    from rewrite.walk import find
+
+    calls = find(test, cst.Call)
+    return bool(calls) and all(isinstance(c.func, cst.Name) and c.func.value == "isinstance" for c in calls) \
+        and not find(test, cst.Attribute)
+
+
 def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
     """Shape-determined decisions that went one way on every run, when no input dim is dynamic
     (and those on dtypes alone, which no dim changes)."""
     fixed = {}
     for d in st.program.decisions:
-        if st.spec.dynamic and not _dtype_test(d.test):
+        if st.spec.dynamic and not _dtype_test(d.test) and not _type_test(d.test):
             continue
         arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
         if d.dclass == "shape" and len(arms) == 1:

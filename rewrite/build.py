@@ -208,7 +208,8 @@ class Builder:
             info = analyze(node.value, kinds)
             targets = [t.target for t in node.targets]
             tensor_copy = isinstance(node.value, cst.Name) and info.vtype == TENSOR
-            if not info.host or tensor_copy or any(self._is_tensor_target(t, kinds) for t in targets):
+            if not info.host or tensor_copy or any(self._is_tensor_target(t, kinds) for t in targets) \
+                    or _tensor_tuple(node, kinds):
                 region()
                 for t in targets:
                     for name in _target_names(t):
@@ -418,6 +419,19 @@ class _Substitute(cst.CSTTransformer):
 
 def substitute(node, known: dict[str, cst.BaseExpression]):
     return node.visit(_Substitute(known)) if known else node
+
+
+def _tensor_tuple(node: cst.Assign, kinds: Kinds) -> bool:
+    """`h, logits = self.act(y), self.head(y)`: names assigned tensor math element by element, region code
+    (the host would receive the elements and build a tuple only to unpack it)."""
+    if len(node.targets) != 1 or not isinstance(node.value, cst.Tuple):
+        return False
+    target, values = node.targets[0].target, node.value.elements
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(values) \
+            or not all(isinstance(el.value, cst.Name) for el in target.elements):
+        return False
+    infos = [analyze(el.value, kinds) for el in values if not isinstance(el, cst.StarredElement)]
+    return len(infos) == len(values) and all(i.vtype == TENSOR for i in infos) and not all(i.host for i in infos)
 
 
 def _hint(stmts: list[Stmt]) -> str:

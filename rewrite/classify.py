@@ -117,6 +117,18 @@ def _method(node: cst.Call):
     return None, None
 
 
+_CONTAINER_TYPES = {"list", "tuple", "dict"}
+
+
+def _container_types(node: cst.Call, kinds: Kinds) -> bool:
+    """`isinstance(x, list)`, `isinstance(x, (list, tuple))`: tests for Python containers only."""
+    if len(node.args) != 2 or any(a.star or a.keyword for a in node.args):
+        return False
+    types = node.args[1].value
+    names = [el.value for el in types.elements] if isinstance(types, cst.Tuple) else [types]
+    return all(isinstance(n, cst.Name) and n.value in _CONTAINER_TYPES and kinds.get(n.value) is None for n in names)
+
+
 def _builtin(node: cst.Call, kinds: Kinds):
     if isinstance(node.func, cst.Name) and kinds.get(node.func.value) is None:
         return node.func.value
@@ -163,6 +175,11 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
                             needs_hoist=not _args_host(node, kinds), value=binfo.value)
             return Info(TENSOR, False)
         name = _builtin(node, kinds)
+        if name == "isinstance" and _container_types(node, kinds):
+            # the host holds a tensor as an array, which is no list, tuple or dict either: a type test
+            # decided like a shape (exploration folds it when it never changes)
+            info = analyze(node.args[0].value, kinds)
+            return Info(SCALAR, True, needs_hoist=not info.host or info.needs_hoist, value=False)
         if name in _HOST_BUILTINS and all(not a.star for a in node.args):
             infos = [analyze(a.value, kinds) for a in node.args]
             if name in SYNC_BUILTINS and len(infos) == 1 and _constant_index(node.args[0].value, kinds):

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
 
 import libcst as cst
 from torch import nn
 
 from .cfg import Stmt, code
 from .nonnull import never_none
-from .jumps import Frame, assigned_names, jump_in_loop, splice_returns
+from .jumps import Frame, as_tuple, assigned_names, jump_in_loop, splice_returns
+from .returns import Returned, returns_constant
 from .source import FunctionSource, function_source, unwrap_transparent
 from .staticeval import Method, Scope, value_of
 from .walk import find
-from .values import NOT_NONE, Alias, ModRef, NotNone, Pack, Static, Unknown
+from .values import NOT_NONE, Alias, ModRef, NotNone, Pack, Static, TensorConst, Unknown
 
-__all__ = ["Inlining"]
+__all__ = ["Inlining", "forward_of"]
 
 _MAX_INLINE_DEPTH = 16
 
@@ -45,15 +47,28 @@ def _has_branches(func) -> bool:
     return False
 
 
-def _controls(cls: type) -> bool:
-    forward = cls.forward
-    return _user_code(forward) and (_has_branches(forward) or _is_wrapper(forward))
+def forward_of(module: nn.Module):
+    """(function, defining class) that calling `module` runs: the instance's own `forward` first
+    (`self.forward = self.only_forward` in `__init__`), else its class's. (None, None) for an
+    instance `forward` that is not one of its own methods."""
+    own = module.__dict__.get("forward")
+    if own is not None:
+        if isinstance(own, types.MethodType) and own.__self__ is module:
+            return own.__func__, _defining_class(type(module), own.__func__)
+        return None, None
+    cls = type(module)
+    return cls.forward, next(k for k in cls.__mro__ if "forward" in k.__dict__)
+
+
+def _controls(module: nn.Module) -> bool:
+    forward, _ = forward_of(module)
+    return forward is not None and _user_code(forward) and (_has_branches(forward) or _is_wrapper(forward))
 
 
 def _needs_inlining(module: nn.Module) -> bool:
     """Whether calling `module` runs control flow: its forward's, or a submodule's it may call
     (a layer without branches around a mixture of experts that loops). Tracing would freeze it."""
-    return any(_controls(type(m)) for m in module.modules() if _user_code(type(m)))
+    return any(_controls(m) for m in module.modules() if _user_code(type(m)))
 
 
 def _global_name(func: cst.BaseExpression, scope, value) -> bool:
@@ -105,7 +120,10 @@ class Inlining:
             func = target[0]
             result = self.names.fresh(f"{getattr(func, '__name__', 'call')}_out".lstrip("_"))
             frame.scope.rename[result] = result
-            self._inline(call, target, frame, out, line, result)
+            returned = self._inline(call, target, frame, out, line, result)
+            if returned is not None and returned.value is not None:
+                returned.drop()
+                frame.scope.env[result] = returned.value
             replacements[call] = cst.Name(result)
         if not replacements:
             return expr
@@ -147,9 +165,8 @@ class Inlining:
             return fv.func, fv.owner, klass
         if isinstance(fv, ModRef) and isinstance(fv.obj, nn.Module) and _user_code(type(fv.obj)) \
                 and not fv.obj._forward_hooks and not fv.obj._forward_pre_hooks:
-            forward = type(fv.obj).forward
-            if _user_code(forward) and _needs_inlining(fv.obj):
-                klass = next(k for k in type(fv.obj).__mro__ if "forward" in k.__dict__)
+            forward, klass = forward_of(fv.obj)
+            if forward is not None and _user_code(forward) and (_needs_inlining(fv.obj) or returns_constant(forward)):
                 return forward, fv, klass
             return None
         if isinstance(fv, Static) and inspect.isfunction(fv.value) and _user_code(fv.value) \
@@ -163,10 +180,52 @@ class Inlining:
         target = self._inline_target(expr, frame)
         if target is None:
             return None
-        self._inline(expr, target, frame, out, line, result)
+        return self._inline(expr, target, frame, out, line, result) or Returned([], False)
+
+    def _inline_unpacked(self, node: cst.Assign, frame: Frame, out: list, line) -> bool:
+        """`fwd, is_output, out = layer(fwd)` with the call inlined: elements that every return of the
+        callee fixes are bound as constants, the others assigned from the call's result."""
+        target = node.targets[0].target
+        if len(node.targets) != 1 or not isinstance(node.value, cst.Call) or not isinstance(target, (cst.Tuple, cst.List)) \
+                or not all(isinstance(el, cst.Element) and isinstance(el.value, cst.Name) for el in target.elements):
+            return False
+        names = [el.value.value for el in target.elements]
+        callee = self._inline_target(node.value, frame)
+        if callee is None or len(set(names)) != len(names):
+            return False
+        result = self.names.fresh(f"{getattr(callee[0], '__name__', 'call')}_out".lstrip("_"))
+        frame.scope.rename[result] = result
+        returned = self._inline(node.value, callee, frame, out, line, result)
+        if returned is None:
+            return True
+        value = as_tuple(returned.value) if returned.value is not None else None
+        if isinstance(value, tuple) and len(value) == len(names) and not any(map(frame.variant, names)):
+            returned.drop()
+            for name, item in zip(names, value):
+                self.bind(cst.Name(name), item, frame, line)
+            return True
+        elements = returned.elements if returned.elements and len(returned.elements) == len(names) else []
+        known = [k for k, e in enumerate(elements) if e is not None and not frame.variant(names[k])]
+        dynamic = [k for k in range(len(names)) if k not in known]
+        if not known:
+            assign = cst.Assign([cst.AssignTarget(target)], cst.Name(result))
+            frame.src.alias(assign, node)
+            self.small(assign, frame, out, line)
+            return True
+        for k in known:
+            self.bind(cst.Name(names[k]), elements[k], frame, line)
+        if not dynamic:
+            returned.drop()
+            return True
+        for k in dynamic:
+            self._set_dynamic(names[k], frame)
+        rest = [cst.Element(cst.Name(frame.scope.local(names[k]))) for k in dynamic]
+        # Each return assigns the run-time elements to their targets in one statement (so `x, k = f(x)`
+        # still reads the old `x`): no tuple crosses the host.
+        returned.keep(dynamic, cst.Tuple(rest) if len(rest) > 1 else rest[0].value)
         return True
 
-    def _inline(self, call: cst.Call, target, frame: Frame, out: list, line, result: str | None) -> None:
+    def _inline(self, call: cst.Call, target, frame: Frame, out: list, line, result: str | None) -> Returned | None:
         func, owner, klass = target
         src = function_source(func)
         if src is None:
@@ -217,7 +276,7 @@ class Inlining:
                 continue
             static = self._static(arg, frame)  # before folding: a folded path is relative to the model
             if static is not None:
-                scope.env[name] = static
+                scope.env[name] = static.hold() if isinstance(static, TensorConst) else static
                 continue
             hoisted: list = []
             value = self.expression(arg, frame, hoisted, line)
@@ -233,15 +292,17 @@ class Inlining:
                 out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.rename[name]))], value), origin))
         self._depth += 1
         try:
-            body, _ = self.block(src.node.body.body, callee)
+            body, returns = self.block(src.node.body.body, callee)
         finally:
             self._depth -= 1
         if jump_in_loop(body):
             self._error("return-in-loop", frame.src, call, f"`{label}` returns from inside a data-dependent loop",
                         "an inlined function's return must not leave a host loop",
                         "set a result variable and `break` instead")
-            return
-        out.extend(splice_returns(body))
+            return None
+        lowered = splice_returns(body)
+        out.extend(lowered)
+        return Returned(callee.returns, returns, out)
 
     def _bind_arguments(self, call: cst.Call, func, params: list, label: str, frame: Frame, out: list, line,
                         receiver=None):

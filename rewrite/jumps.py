@@ -15,11 +15,12 @@ __all__ = ["Frame", "assigned_names", "has_break", "jump_in_loop", "has_jump", "
 class Frame:
     """One function being evaluated: its source, scope, enclosing loops and jump snapshots."""
 
-    __slots__ = ("src", "scope", "label", "exits", "result", "loops", "variants")
+    __slots__ = ("src", "scope", "label", "exits", "result", "loops", "variants", "returns")
 
     def __init__(self, src, scope, label: str, result: str | None):
         self.src, self.scope, self.label, self.result = src, scope, label, result
         self.exits: dict[str, list] = {"break": [], "continue": [], "return": []}
+        self.returns: list = []  # ReturnFact per `return` of an inlined function (rewrite/returns.py)
         self.loops: list[str] = []  # "host" or "unrolled", innermost last
         self.variants: list[set[str]] = []  # names assigned in each enclosing host loop
 

@@ -12,7 +12,7 @@ import libcst as cst
 from .cfg import IfNode, LoopNode, Stmt
 from .jumps import Frame, assigned_names, has_break, has_jump, splice, terminates
 from .staticeval import fold, iteration_items, representation, value_of
-from .values import ModRef, Static, Unknown
+from .values import ModRef, Static, TensorConst, Unknown
 from .walk import find
 
 __all__ = ["LoopLowering"]
@@ -178,6 +178,8 @@ class LoopLowering:
     def bind(self, target, value, frame: Frame, node) -> None:
         if isinstance(target, cst.Name):
             name = target.value
+            if isinstance(value, TensorConst):
+                value.hold()
             frame.scope.env[name] = value
             frame.scope.poisoned.discard(name)
             return

@@ -16,6 +16,7 @@ from torch import nn
 
 from .cfg import IfNode, Jump, Origin, Stmt
 from .checks import ExpressionChecks
+from .constants import ConstantTensors
 from .diagnostics import Diagnostic, Location
 from .dispatch import ModuleDispatch
 from .higher_order import HigherOrderOps
@@ -27,16 +28,17 @@ from .nonnull import never_none, never_none_items
 from .loops import LoopLowering
 from .state import AttributeWrites
 from .names import Namespace
+from .returns import ReturnFact
 from .source import FunctionSource, function_source
 from .staticeval import Method, Scope, _target_names, fold, representation, value_of
-from .values import NOT_NONE, ModRef, Pack, SizedList, Static, StaticList, Unknown, is_literal, to_node
+from .values import NOT_NONE, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
 
 
 class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps, AttributeWrites,
-                       ListBuilding):
+                       ListBuilding, ConstantTensors):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
@@ -158,7 +160,10 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         except Exception:
             return None
         if isinstance(value, Static):
-            return bool(value.value)
+            try:
+                return bool(value.value)
+            except Exception:  # a tensor of several values: as ambiguous at run time, where it raises
+                return None
         if isinstance(value, (StaticList, SizedList)):  # `if to_cat:` on a list of known length
             return bool(value.items if isinstance(value, StaticList) else value.length)
         if isinstance(value, ModRef) and isinstance(value.obj, torch.Tensor):
@@ -244,6 +249,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         origin = self.origin(frame, line)
         if isinstance(node, cst.Pass):
             return False
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.Expr)):
+            self._release_constants(node, frame, out, origin)
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Expr, cst.Return)):
             dispatched = self._dispatch_module(node, frame, out, line)
             if dispatched is not None:
@@ -267,7 +274,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 return True
             jump = Jump("return", origin)
             if frame.result:
-                jump.before.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(frame.result))], value or cst.Name("None")), origin))
+                stmt = Stmt(cst.Assign([cst.AssignTarget(cst.Name(frame.result))], value or cst.Name("None")), origin)
+                jump.before.append(stmt)
+                frame.returns.append(self._return_fact(node.value, value, frame, stmt))
             frame.exits["return"].append((dict(scope.env), jump.before))
             out.append(jump)
             return True
@@ -319,9 +328,16 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                     if isinstance(kept, Pack):
                         self.bind(node.targets[0].target, kept, frame, line)
                         return False
-                if self._try_inline(node.value, frame, out, line, result=self._local(target, frame)) is not None:
-                    self._set_dynamic(target, frame)
+                returned = self._try_inline(node.value, frame, out, line, result=self._local(target, frame))
+                if returned is not None:
+                    if returned.value is not None and not frame.variant(target):
+                        returned.drop()
+                        self.bind(node.targets[0].target, returned.value, frame, line)
+                    else:
+                        self._set_dynamic(target, frame)
                     return False
+            if self._inline_unpacked(node, frame, out, line):
+                return False
             # The source expression first: a folded module path is relative to the model, which an
             # inlined submodule's scope (`self` is the submodule) cannot resolve.
             names = [n for t in node.targets for n in _target_names(t.target)]
@@ -356,7 +372,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             if isinstance(target, cst.Name) and target.value in scope.env and not frame.variant(target.value):
                 old = scope.env[target.value]
                 static = self._static(value, frame)
-                if static is not None and isinstance(old, Static):
+                if static is not None and isinstance(old, TensorConst):
+                    new = self._update_constant(old, node, static, frame)
+                    if new is not None:
+                        scope.env[target.value] = new
+                        return False
+                elif static is not None and isinstance(old, Static):
                     op = cst.BinaryOperation(to_node(old.value) if is_literal(old.value) else target,
                                              binop_of(node.operator), value)
                     new = self._static(op, frame)
@@ -393,6 +414,21 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         for name, value in bindings.items():
             frame.scope.env[name] = Static(value)
             frame.scope.poisoned.discard(name)
+
+    def _return_fact(self, written, value, frame: Frame, stmt: Stmt) -> ReturnFact:
+        """What conversion knows of a returned value: as written (a model path resolves in the callee's
+        scope) or folded (an inlined helper's constant result)."""
+        if written is None:
+            return ReturnFact(stmt, Static(None), None)
+
+        def known(a, b):
+            return self._static(a, frame) or self._static(b, frame)
+
+        elements = None
+        if isinstance(written, cst.Tuple) and isinstance(value, cst.Tuple) and len(written.elements) == len(value.elements) \
+                and not any(isinstance(el, cst.StarredElement) for el in written.elements + value.elements):
+            elements = [known(a.value, b.value) for a, b in zip(written.elements, value.elements)]
+        return ReturnFact(stmt, known(written, value), elements)
 
     # -- checks ------------------------------------------------------------------
     def _assert(self, node: cst.Assert, frame: Frame, out: list, line) -> bool:
@@ -511,10 +547,10 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
     @staticmethod
     def _constant(value):
         """`value` when a name may be bound to it at conversion time, else None."""
-        if isinstance(value, (Pack, Method)):  # `forward_fn = self.feed_forward_chunk` is inlined where called
+        if isinstance(value, (Pack, Method, TensorConst)):  # `forward_fn = self.feed_forward_chunk` is inlined where called
             return value
-        if isinstance(value, Static) and isinstance(value.value, (list, dict, set)):
-            return None  # mutable: `tokens = []` collects values at run time
+        if isinstance(value, Static) and _mutable(value.value):
+            return None  # mutable: `tokens = []` (or `res, feats = [], []`) collects values at run time
         if isinstance(value, Static) and not is_literal(value.value):
             # ranges, and functions or classes picked by configuration (`fn = interface.get(name, default)`)
             keep = isinstance(value.value, (range, type)) or inspect.isroutine(value.value)
@@ -545,6 +581,10 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                             "select the module with if/elif on the value (`if k == 0: y = self.experts[0](x)`)")
             except Exception:
                 continue
+
+
+def _mutable(value) -> bool:
+    return isinstance(value, (list, dict, set)) or isinstance(value, tuple) and any(map(_mutable, value))
 
 
 _MUTATORS = {"append", "extend", "insert", "remove", "clear", "update", "add", "discard"}

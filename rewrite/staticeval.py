@@ -15,8 +15,8 @@ import libcst as cst
 import torch
 from torch import nn
 
-from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, ModRef, NotNone, Pack, SizedList, Static, StaticList, Unknown, is_literal, static_python_value,
-                     to_node)
+from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
+                     Unknown, constant_tensor, is_literal, static_python_value, to_node)
 
 __all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
 
@@ -101,11 +101,58 @@ def _index(node: cst.Subscript, scope: Scope):
         raise Unknown("multi-index")
     sl = node.slice[0].slice
     if isinstance(sl, cst.Index):
-        return _plain(value_of(sl.value, scope))
+        return _as_index(_plain(value_of(sl.value, scope)))
     if isinstance(sl, cst.Slice):
         parts = [None if p is None else _plain(value_of(p, scope)) for p in (sl.lower, sl.upper, sl.step)]
         return slice(*parts)
     raise Unknown("index")
+
+
+def _as_index(key):
+    """A 0-d integer tensor indexes like the int it holds (`self.blocks[torch.tensor(2)]`)."""
+    if isinstance(key, torch.Tensor) and key.dim() == 0 and key.dtype != torch.bool and not key.is_floating_point():
+        return int(key)
+    return key
+
+
+def _computed(result, *operands):
+    """The value of an operation on conversion-time values. A tensor computed from constants only is a
+    TensorConst (or Unknown when it is too large to fold); one computed from the model's parameters or
+    buffers stays a plain Static, which no name is bound to."""
+    if isinstance(result, torch.Tensor) and not any(isinstance(v, ModRef) for v in operands):
+        const = constant_tensor(result)
+        if const is None:
+            raise Unknown("tensor")
+        return const
+    return Static(result)
+
+
+_TENSOR_OPTIONS = {"dtype", "device", "requires_grad"}
+
+
+def _tensor_literal(node: cst.Call, scope: "Scope") -> TensorConst:
+    """`torch.tensor(data, dtype=...)` of data fixed at conversion time."""
+    args, kwargs = [], {}
+    for arg in node.args:
+        if arg.star or arg.keyword is not None and arg.keyword.value not in _TENSOR_OPTIONS:
+            raise Unknown("tensor options")
+        value = _plain(value_of(arg.value, scope))
+        if not _static_arg(value):
+            raise Unknown("tensor of run-time data")
+        if arg.keyword is None:
+            args.append(value)
+        else:
+            kwargs[arg.keyword.value] = value
+    if len(args) != 1 or kwargs.get("requires_grad"):
+        raise Unknown("tensor call")
+    try:
+        result = torch.tensor(*args, **kwargs)
+    except Exception:
+        raise Unknown("tensor call failed") from None
+    const = constant_tensor(result)
+    if const is None:
+        raise Unknown("tensor")
+    return const
 
 
 def _plain(value):
@@ -186,6 +233,8 @@ def _static_arg(value) -> bool:
 
 def _call(node: cst.Call, scope: Scope):
     func = value_of(node.func, scope)
+    if isinstance(func, Static) and func.value is torch.tensor:
+        return _tensor_literal(node, scope)
     if isinstance(func, Static) and isinstance(func.value, types.BuiltinFunctionType | types.MethodType) \
             and getattr(func.value, "__self__", None) is not None \
             and isinstance(func.value.__self__, _SAFE_METHOD_OWNERS) \
@@ -269,7 +318,11 @@ def value_of(node: cst.BaseExpression, scope: Scope):
                     cst.SubscriptElement(cst.Slice(*[None if v is None else to_node(v)
                                                      for v in (key.start, key.stop, key.step)]))]))
             raise Unknown("index")
-        return Static(_plain(base)[key])
+        try:
+            item = _plain(base)[key]
+        except Exception:
+            raise Unknown("index") from None
+        return _computed(item, base)
     if isinstance(node, cst.Call):
         if isinstance(node.func, cst.Name) and node.func.value == "super":
             if scope.self_ref is None or scope.cls is None:
@@ -289,30 +342,35 @@ def value_of(node: cst.BaseExpression, scope: Scope):
                 return _module_cast(base, node, scope)
         return _call(node, scope)
     if isinstance(node, cst.BinaryOperation):
-        left, right = _plain(value_of(node.left, scope)), _plain(value_of(node.right, scope))
+        operands = value_of(node.left, scope), value_of(node.right, scope)
+        left, right = _plain(operands[0]), _plain(operands[1])
         try:
-            return Static(BINOPS[type(node.operator)](left, right))
+            result = BINOPS[type(node.operator)](left, right)
         except Exception:
             raise Unknown("binop") from None
+        return _computed(result, *operands)
     if isinstance(node, cst.UnaryOperation):
-        value = value_of(node.expression, scope)
+        operand = value = value_of(node.expression, scope)
         op = type(node.operator)
         if isinstance(value, SizedList) and op is cst.Not:
             return Static(value.length == 0)
         value = _plain(value)
         if op is cst.Not:
             return Static(not value)
-        if op is cst.Minus:
-            return Static(-value)
-        if op is cst.Plus:
-            return Static(+value)
-        return Static(~value)
+        try:
+            result = -value if op is cst.Minus else +value if op is cst.Plus else ~value
+        except Exception:
+            raise Unknown("unary") from None
+        return _computed(result, operand)
     if isinstance(node, cst.Comparison):
         if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
             none = _none_test(node.left, node.comparisons[0].comparator, scope)
             if none is not None:
                 return Static(none == isinstance(node.comparisons[0].operator, cst.Is))
-        left = _plain(value_of(node.left, scope))
+        first = value_of(node.left, scope)
+        if isinstance(first, TensorConst) or any(_holds_constant_tensor(t.comparator, scope) for t in node.comparisons):
+            return _tensor_comparison(node, first, scope)
+        left = _plain(first)
         for target in node.comparisons:
             right = value_of(target.comparator, scope)
             if isinstance(right, Pack) and isinstance(target.operator, (cst.In, cst.NotIn)):
@@ -324,10 +382,12 @@ def value_of(node: cst.BaseExpression, scope: Scope):
             left = right
         return Static(True)
     if isinstance(node, cst.BooleanOperation):
-        left = _plain(value_of(node.left, scope))
-        if isinstance(node.operator, cst.And):
-            return Static(left) if not left else Static(_plain(value_of(node.right, scope)))
-        return Static(left) if left else Static(_plain(value_of(node.right, scope)))
+        first = value_of(node.left, scope)
+        left = _plain(first)
+        if bool(left) != isinstance(node.operator, cst.And):
+            return _computed(left, first)
+        second = value_of(node.right, scope)
+        return _computed(_plain(second), second)
     if isinstance(node, (cst.Tuple, cst.List)):
         items = []
         for el in node.elements:
@@ -383,6 +443,28 @@ def _filtered_pack(node: cst.DictComp, scope: Scope) -> Pack:
     return Pack((), kept)
 
 
+def _holds_constant_tensor(node, scope: Scope) -> bool:
+    try:
+        return isinstance(value_of(node, scope), TensorConst)
+    except Exception:
+        return False
+
+
+def _tensor_comparison(node: cst.Comparison, left, scope: Scope) -> TensorConst:
+    """`n_block > 2` on a TensorConst: the bool tensor torch computes (a chain is left to run time)."""
+    if len(node.comparisons) != 1:
+        raise Unknown("chained tensor comparison")
+    target = node.comparisons[0]
+    right = value_of(target.comparator, scope)
+    if isinstance(right, (ModRef, Pack)) or isinstance(left, (ModRef, Pack)):
+        raise Unknown("comparison with a module value")
+    try:
+        result = CMPOPS[type(target.operator)](_plain(left), _plain(right))
+    except Exception:
+        raise Unknown("comparison") from None
+    return _computed(result, left, right)
+
+
 def _none_test(left: cst.BaseExpression, right: cst.BaseExpression, scope: Scope) -> bool | None:
     """`self.cls_token is None`: whether a model attribute holding a tensor (or None) is None."""
     if isinstance(left, cst.Name) and left.value == "None":
@@ -408,7 +490,7 @@ def representation(value) -> cst.BaseExpression | None:
         return value.path
     if isinstance(value, Alias):
         return cst.Name(value.name) if value.attr is None else cst.Attribute(cst.Name(value.name), cst.Name(value.attr))
-    if isinstance(value, Static) and is_literal(value.value):
+    if isinstance(value, TensorConst) or isinstance(value, Static) and is_literal(value.value):
         return to_node(value.value)
     if isinstance(value, StaticList) and all(isinstance(v, Static) and is_literal(v.value) for v in value.items):
         return to_node([v.value for v in value.items])
@@ -435,6 +517,11 @@ class _Folder(cst.CSTTransformer):
             self.skip.add(id(node.attr))
         elif isinstance(node, cst.Arg) and node.keyword is not None:
             self.skip.add(id(node.keyword))
+        elif isinstance(node, cst.Index):
+            index = self._integer_index(node.value)
+            if index is not None:
+                self.replace[node] = node.with_changes(value=to_node(index))
+                return False
         elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
             self.shadow.append(_bound_names(node))
             return True
@@ -446,6 +533,17 @@ class _Folder(cst.CSTTransformer):
                 self.replace[node] = folded
                 return False
         return True
+
+    def _integer_index(self, node: cst.BaseExpression) -> int | None:
+        """`inp[ii]` with `ii` a 0-d integer TensorConst: index with the int (`inp[2]`), as torch would."""
+        try:
+            value = value_of(node, self.scope)
+        except Exception:
+            return None
+        if isinstance(value, TensorConst):
+            index = _as_index(value.value)
+            return index if isinstance(index, int) else None
+        return None
 
     def _fold_partially(self, node: cst.BaseExpression):
         try:

@@ -9,7 +9,8 @@ import libcst as cst
 import torch
 from torch import nn
 
-__all__ = ["Static", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "StaticList", "SizedList", "Unknown", "to_node", "is_literal", "SAFE_CALLS", "BINOPS", "CMPOPS"]
+__all__ = ["Static", "TensorConst", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "StaticList", "SizedList", "Unknown",
+           "to_node", "is_literal", "constant_tensor", "SAFE_CALLS", "BINOPS", "CMPOPS"]
 
 
 class Unknown(Exception):
@@ -29,6 +30,52 @@ class Static:
 
     def __repr__(self) -> str:
         return f"Static({self.value!r})"
+
+
+class TensorConst(Static):
+    """A small tensor of literal data fixed at conversion time: `torch.tensor(1)`, a counter
+    `n = torch.tensor(0)` after `n += 1`, a comparison of them. It folds like a Python constant
+    (`if is_output:`, `self.blocks[idx]`) and is written back as `torch.tensor(data, dtype=...)`.
+
+    `bound` and `shared` follow aliasing: a second name bound to the same tensor would see an
+    in-place update of the first, so such an update is refused rather than folded.
+    """
+
+    __slots__ = ("bound", "shared")
+
+    def __init__(self, value):
+        super().__init__(value)
+        self.bound = self.shared = False
+
+    def hold(self) -> "TensorConst":
+        """Record that a name is bound to this tensor; a second one makes it shared."""
+        self.shared = self.shared or self.bound
+        self.bound = True
+        return self
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TensorConst) and self.value.dtype == other.value.dtype \
+            and self.value.shape == other.value.shape and bool(torch.equal(self.value, other.value))
+
+    def __repr__(self) -> str:
+        return f"TensorConst({self.value!r})"
+
+
+# Larger literal tensors stay region code: their literal would bloat every region that reads them.
+_MAX_CONSTANT_NUMEL = 64
+
+
+def constant_tensor(value) -> "TensorConst | None":
+    """`value` as a TensorConst when it is a small CPU tensor of finite literal data, else None."""
+    if not isinstance(value, torch.Tensor) or isinstance(value, nn.Parameter) or value.requires_grad:
+        return None
+    if value.device.type != "cpu" or value.layout != torch.strided or value.numel() > _MAX_CONSTANT_NUMEL:
+        return None
+    if value.dtype.is_complex or value.is_quantized:
+        return None
+    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        return None
+    return TensorConst(value)
 
 
 class ModRef:
@@ -163,8 +210,15 @@ def is_literal(value) -> bool:
     return False
 
 
+_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
 def to_node(value) -> cst.BaseExpression:
-    """A libcst expression for a literal value."""
+    """A libcst expression for a literal value (a TensorConst's tensor as `torch.tensor(data, dtype=...)`)."""
+    if isinstance(value, torch.Tensor):
+        return cst.Call(cst.Attribute(cst.Name("torch"), cst.Name("tensor")),
+                        [cst.Arg(to_node(value.tolist())),
+                         cst.Arg(to_node(value.dtype), keyword=cst.Name("dtype"), equal=_EQUAL)])
     if isinstance(value, bool) or value is None:
         return cst.Name(repr(value))
     if isinstance(value, int):
