@@ -338,7 +338,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                     return False
             if self._inline_unpacked(node, frame, out, line):
                 return False
-            # The source expression first: a folded module path is relative to the model, which an
+            # The source expression first: `b = a` binds the very TensorConst `a` holds (so an update of `a`
+            # in place is seen to change `b`), and a folded module path is relative to the model, which an
             # inlined submodule's scope (`self` is the submodule) cannot resolve.
             names = [n for t in node.targets for n in _target_names(t.target)]
             bindable = all(isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets) \
