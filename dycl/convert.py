@@ -419,10 +419,12 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
     st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
     used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
     kept = {path for artifact in used_artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
-    for artifact in artifacts.made() - used_artifacts:  # measured by --backend auto, then not kept
-        for path in artifact_files(os.path.join(st.workdir, artifact)):
-            if path not in kept:  # a library that a kept region's weights are bound to stays
-                os.remove(path)
+    # Measured by --backend auto, or failed verification, then not kept. A library stays while a kept
+    # region's weights are bound to it, and goes once however many unused weights name it.
+    unused = {path for artifact in artifacts.made() - used_artifacts
+              for path in artifact_files(os.path.join(st.workdir, artifact))}
+    for path in sorted(unused - kept):
+        os.remove(path)
     st.artifacts = len(used_artifacts)
 
 
