@@ -176,6 +176,9 @@ def _explore_program(opts: ConvertOptions, st: ConversionResult) -> None:
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
         raise ConversionError(_unreached(unreached))
+    one_size = _one_size(st.program.regions, st.exploration.records)
+    if one_size:
+        raise ConversionError(one_size)
 
 
 def _python_value_out(program, exc: PythonValueOut) -> Diagnostic:
@@ -201,6 +204,29 @@ def _unreached(regions) -> list[Diagnostic]:
                        "(decisions on shapes and on Python values cannot be forced)",
                        "add sample_inputs() that take this path, or remove the code if it can never run")
             for place, r in places.items()]
+
+
+def _one_size(regions, records) -> list[Diagnostic]:
+    """One diagnostic per source place of regions that ran at one size of a dynamic symbol only, where
+    the program ran at several (`explore` has replayed their paths at the other sizes)."""
+    sizes: dict[str, set] = {}
+    for record in records.values():
+        for _, symbols in record.observations:
+            for symbol, size in symbols:
+                sizes.setdefault(symbol, set()).add(size)
+    found = {}
+    for r in regions:
+        record = records[r.name]
+        fixed = {s: n for s, n in record.one_size().items() if len(sizes[s]) > 1}
+        if fixed and any(len(shape) for shape, _ in next(iter(record.examples))):
+            found.setdefault((r.origin.file, r.origin.first, r.origin.col), (r, fixed))
+    return [Diagnostic("one-size-code", Location(*place),
+                       f"this code ran at one size of {', '.join(f'`{s}`' for s in fixed)} only",
+                       f"its region ({r.name}) was reached only with {', '.join(f'{s} = {n}' for s, n in fixed.items())}"
+                       ", and taking the same decisions at the other sizes exploration tried failed, so which of its "
+                       "input dims follow that size cannot be told (a dim fixed at one size would refuse the others)",
+                       "add sample_inputs() at other sizes that take this path, or make the code run at every size")
+            for place, (r, fixed) in found.items()]
 
 
 def _fix_sizes(spec, sizes: dict[str, int]) -> None:
@@ -396,8 +422,8 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 used = fallback
                 artifact = artifacts.get(fallback, onnx_path, region.name)
             run = used.load(os.path.join(st.workdir, artifact), st.workdir)
-            try:
-                verify_region(st.spec.model, fn, record, run, info, origin)
+            try:  # TVM's simplifier may assume no NaN or infinities: checked on inputs that hold them
+                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.name == "tvm")
             except Exception as exc:  # TVM wrong or failing where onnxruntime may be right (at 0 rows)
                 if fallback is None or used is fallback:
                     raise

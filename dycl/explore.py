@@ -16,8 +16,8 @@ from rewrite.diagnostics import ConversionError, Diagnostic, Location
 from ._torch_regions import flatten_torch
 from .runtime.spec import describe, flatten, unflatten
 
-__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch", "PythonValueOut", "EndlessLoop", "MAX_ITERATIONS",
-           "MAX_SECONDS"]
+__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch", "PythonValueOut", "EndlessLoop",
+           "Exactly", "MAX_ITERATIONS", "MAX_SECONDS"]
 
 
 class RewriteMismatch(Exception):
@@ -36,6 +36,18 @@ class PythonValueOut(RewriteMismatch):
 # One run of the rewritten program: at most this many iterations of one loop, and this long.
 MAX_ITERATIONS = 100_000
 MAX_SECONDS = 300.0
+
+
+class _ReplayEnd(Exception):
+    """A replayed path ended, or the run left it: the run stops there."""
+
+
+class Exactly(int):
+    """A loop forced to run exactly this many iterations (a plain int only caps it): code after a loop,
+    and state the loop grows (`acc = torch.cat([acc, t], 1)`), see trip counts no sample ran."""
+
+    def __repr__(self) -> str:
+        return f"Exactly({int(self)})"
 
 
 class EndlessLoop(Exception):
@@ -63,7 +75,7 @@ class RegionRecord:
     """What exploration saw of one region."""
 
     __slots__ = ("name", "in_specs", "out_specs", "examples", "variants", "calls", "passthrough", "sources",
-                 "observations")
+                 "observations", "reached_by")
 
     def __init__(self, name: str):
         self.name = name
@@ -77,6 +89,21 @@ class RegionRecord:
         self.passthrough: dict[int, int] = {}  # output leaf -> input leaf
         self.sources: list | None = None
         self.observations: set[tuple] = set()  # (signature, declared symbols' sizes in that run)
+        self.reached_by: list[tuple] = []  # the first few distinct paths (decisions taken) that led to a call
+
+    def trace_example(self) -> list:
+        """The example to export at: the first without a zero-size dim where there is one (a trace at
+        0 rows folds shapes: the exporter gives `h.sum()` of a [0, 4] input the shape [1, 1])."""
+        examples = list(self.examples.values())
+        return next((e for e in examples if all(t.numel() or t.dim() == 0 for t in e)), examples[0])
+
+    def one_size(self) -> dict[str, int]:
+        """The declared symbols every call of this region saw at the same size, with that size."""
+        sizes: dict[str, set] = {}
+        for _, symbols in self.observations:
+            for symbol, size in symbols:
+                sizes.setdefault(symbol, set()).add(size)
+        return {s: next(iter(v)) for s, v in sorted(sizes.items()) if len(v) == 1}
 
     def dims(self) -> list[list]:
         """Per input leaf, each dim's size, or None where it varied."""
@@ -92,6 +119,9 @@ class RegionRecord:
         return f"RegionRecord({self.name}, {self.calls} calls, {len(self.examples)} signatures)"
 
 
+_REACHING_PATHS = 3  # paths kept per region, to replay at other sizes
+
+
 def _signature(leaves) -> tuple:
     return tuple((tuple(t.shape), str(t.dtype)) for t in leaves)
 
@@ -99,9 +129,11 @@ def _signature(leaves) -> tuple:
 class _ExploringRegions:
     """The `regions` object the instrumented host calls during exploration."""
 
-    def __init__(self, explorer: "Exploration", force: dict, symbols: tuple = ()):
+    def __init__(self, explorer: "Exploration", force: dict, symbols: tuple = (), replay: tuple | None = None):
         self._explorer = explorer
         self._force = force
+        self._replay, self._replayed = replay, 0  # a path to follow decision by decision, and how far it got
+        self._natural = not force and replay is None  # counts loop iterations and calls as the model runs them
         self._symbols = symbols
         self._evaluations: dict[str, int] = {}
         self._iterations: dict[str, int] = {}
@@ -121,17 +153,19 @@ class _ExploringRegions:
         an int n for a loop: at most n iterations."""
         taken = bool(value)
         forced = self._force.get(decision)
-        if dclass == "value" and isinstance(forced, bool):
+        if self._replay is not None:
+            taken = self._next(decision)
+        elif dclass == "value" and isinstance(forced, bool):
             taken = forced
         elif dclass == "execution" and isinstance(forced, int) and not isinstance(forced, bool):
             count = self._evaluations.get(decision, 0)
             self._evaluations[decision] = count + 1
-            taken = taken and count < forced
+            taken = count < forced if isinstance(forced, Exactly) else taken and count < forced
         self._explorer.classes[decision] = dclass
         if dclass == "execution" and taken:
             self._count(decision)
         self.path.append((decision, taken))
-        if dclass == "execution" and taken and not self._force:
+        if dclass == "execution" and taken and self._natural:
             self._explorer.loop_iterations[decision] = self._explorer.loop_iterations.get(decision, 0) + 1
         return taken
 
@@ -142,12 +176,24 @@ class _ExploringRegions:
         for k, item in enumerate(iterable):
             if isinstance(forced, int) and not isinstance(forced, bool) and k >= forced:
                 break
+            if self._replay is not None and not self._next(decision):
+                break
             self._count(decision)
             self.path.append((decision, True))
-            if not self._force:
+            if self._natural:
                 self._explorer.loop_iterations[decision] = self._explorer.loop_iterations.get(decision, 0) + 1
             yield item
+        else:
+            if self._replay is not None and self._next(decision):
+                raise _ReplayEnd(f"loop {decision} ran out of items")
         self.path.append((decision, False))
+
+    def _next(self, decision: str) -> bool:
+        """The replayed path's next decision, which must be `decision`."""
+        if self._replayed >= len(self._replay) or self._replay[self._replayed][0] != decision:
+            raise _ReplayEnd(f"the path ends or leaves the replayed one at {decision}")
+        self._replayed += 1
+        return self._replay[self._replayed - 1][1]
 
     def __getattr__(self, name: str):
         fn = getattr(self._explorer.module, name)
@@ -190,13 +236,16 @@ class _ExploringRegions:
                 record.passthrough = {i: j for i, j in record.passthrough.items() if passthrough.get(i) == j}
             record.calls += 1
             loop = self._explorer.region_loops.get(name)
-            if loop is not None and not self._force:
+            if loop is not None and self._natural:
                 self._explorer.loop_calls[loop] = self._explorer.loop_calls.get(loop, 0) + 1
             signature = _signature(tensors)
             first = record.examples.setdefault(signature, [t.clone() for t in tensors])
             if signature not in record.variants and not all(torch.equal(a, b) for a, b in zip(first, tensors)):
                 record.variants[signature] = [t.clone() for t in tensors]
             record.observations.add((signature, self._symbols))
+            path = tuple(self.path)
+            if len(record.reached_by) < _REACHING_PATHS and path not in record.reached_by:
+                record.reached_by.append(path)
             leaves_np = iter([t.detach().numpy() for t in out_leaves])
             results = [unflatten(s, leaves_np) for s in out_specs]
             return results[0] if len(results) == 1 else tuple(results)
@@ -221,8 +270,10 @@ class Exploration:
         self.loop_calls: dict[str, int] = {}
         self.reached: dict[str, str] = {}
 
-    def run(self, inputs: tuple, force: dict[str, bool] | None = None):
-        regions = _ExploringRegions(self, force or {}, tuple(sorted(self.symbols_of(inputs).items())))
+    def run(self, inputs: tuple, force: dict[str, bool] | None = None, replay: tuple | None = None):
+        """One run of the host; `force` sets decisions, `replay` follows a path of decisions taken
+        (and stops the run where it ends)."""
+        regions = _ExploringRegions(self, force or {}, tuple(sorted(self.symbols_of(inputs).items())), replay)
         args = [to_numpy(v) for v in inputs]
         out = self.host.forward(regions, *args)
         self.arms.update(regions.path)
@@ -391,12 +442,13 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 break
         if not progress:
             break
-    # Loops: run each at most 0, 1 and 2 times, so code after a loop sees every trip count.
+    # Loops: run each at most 0, 1 and 2 times, and a `while` exactly 1 and 2 times (more than any sample
+    # may have run it), so code after a loop, and state it grows, see several trip counts.
     for decision, dclass in sorted(exp.classes.items()):
         if dclass not in ("execution", "loop") or decision not in reached_under:
             continue
         first, under = reached_under[decision]
-        for n in (0, 1, 2):
+        for n in (0, 1, 2) + ((Exactly(1), Exactly(2)) if dclass == "execution" else ()):
             try:
                 exp.run(inputs[first], {**under, decision: n})
                 forced_runs += 1
@@ -418,4 +470,37 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 forced_runs += 1
             except Exception:
                 continue
+    forced_runs += _replay_at_other_sizes(exp, resized or [])
     return exp, forced_runs
+
+
+def _replay_at_other_sizes(exp: Exploration, resized: list[tuple]) -> int:
+    """Replay the paths that reached a region seen at one size of a dynamic symbol at every other size.
+
+    A region behind `if h.shape[0] > 3:` may be reached at one batch size only. Which of its
+    input dims follow the batch cannot be told from one size (a dim of 5 at batch 5 may be
+    either); taking the same decisions at the other sizes runs the same code on inputs of those
+    sizes, so the dims that follow a symbol vary and become symbolic, and the compiled region is
+    verified at those sizes too. Regions still at one size afterwards are `RegionRecord.one_size`.
+    """
+    runs, replayed = 0, set()
+    for record in exp.records.values():
+        if not record.examples or not record.one_size() or not _has_dims(record):
+            continue
+        for path in record.reached_by:
+            if not record.one_size():
+                break
+            if path in replayed:
+                continue
+            replayed.add(path)
+            for inp in resized:
+                try:
+                    exp.run(inp, replay=path)
+                except Exception:  # _ReplayEnd: the path ended (the region was reached) or left it
+                    pass
+                runs += 1
+    return runs
+
+
+def _has_dims(record: RegionRecord) -> bool:
+    return any(len(shape) for shape, _ in next(iter(record.examples)))

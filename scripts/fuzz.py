@@ -45,14 +45,6 @@ KINDS = ("matched", "diagnosed", "mismatched", "crashed")
 # What a default run does not draw, each for an open bug this fuzzer found (README, "Fuzzing"); the
 # shrunk programs are in the final report of the fuzzer's branch. Drop an entry once its bug is fixed.
 KNOWN_BUGS = {  # construct or edge input -> (backends, the bug)
-    "wide": (("onnxruntime", "tvm"), "a region reached at one size of a dynamic dim only (behind "
-                                     "`if h.shape[0] > 3:`) gets that size as a static dim, and the package "
-                                     "fails on other sizes"),
-    "sub": (("tvm",), "TVM simplifies `v - v` to 0, where torch gives NaN for a NaN or infinite v"),
-    "maximum": (("tvm",), "`torch.maximum(h, h)` of a row holding +inf and -inf: the next Linear gives NaN in "
-                          "torch, +-inf on TVM"),
-    "grow": (("tvm",), "a tensor grown in a loop (`acc = torch.cat([acc, ...], 1)`) that exploration saw at one "
-                       "length only keeps it as a static dim; a NaN input that runs the loop longer fails"),
 }
 
 

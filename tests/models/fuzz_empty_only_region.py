@@ -1,13 +1,16 @@
-"""Open finding of scripts/fuzz.py on TVM (shrunk; KNOWN_BUGS "sub"): `v - v` of a NaN.
+"""Found by scripts/fuzz.py (shrunk): an `elif` only an empty batch reaches.
 
-torch gives NaN for `v - v` where v is NaN or infinite; TVM's simplifier
-folds `v - v` to 0, so the package answers numbers where eager answers NaN
-(edge input nan). onnxruntime matches torch."""
+`elif h.sum().item() > 0.0:` after `if h.shape[0] > 0:` runs only at 0 rows,
+so its region was exported for a static [0, 4] input, where the exporter gives
+`h.sum()` the shape [1, 1]: the conversion failed in step export. Replayed at
+the other sizes, the region gets a symbolic batch, and it is traced at an
+example without zero-size dims.
+"""
 import torch
 from torch import nn
 
-DYNAMIC = {}
-EDGE = ('nan', 'inf', 'ninf', 'allnan', 'large')
+DYNAMIC = {'x': {0: 'batch'}}
+EDGE = ('nan', 'inf', 'ninf', 'allnan', 'large', 'empty', 'one')
 
 
 class Fuzzed(nn.Module):
@@ -18,13 +21,16 @@ class Fuzzed(nn.Module):
         self.depth = 2
         self.use_extra = False
 
-    def step0(self, v):
-        v = v - v
-        return v
-
     def forward(self, x):
         h = self.layers[0](x)
-        h = self.step0(h)
+        g = torch.tanh(x)
+        n = 0
+        h = self.layers[0](h)
+        if h.shape[0] > 0:
+            h = self.layers[0](h)
+        elif h.sum().item() > 0.0:
+            g = self.layers[0](h)
+            n += 1
         return (self.head(h),)
 
 
@@ -42,10 +48,10 @@ def get_inputs():
 
 
 def sample_inputs(n, seed=0):
-    """Scales and shifts that send sums, means, any and all both ways."""
+    """Scales and shifts that send sums, means, any and all both ways; batch sizes vary."""
     gen = torch.Generator().manual_seed(seed)
     scales, shifts = (0.1, 1.0, 3.0, 10.0), (0.0, -1.0, 1.0, -3.0, 3.0)
-    rows = (1,)
+    rows = (1, 1, 3)
     return [_rand(gen, rows[k % len(rows)], scales[k % 4], shifts[k % 5]) for k in range(n)]
 
 

@@ -1,15 +1,15 @@
-"""Open finding of scripts/fuzz.py (shrunk; KNOWN_BUGS "wide"): a region reached at one size only.
+"""Found by scripts/fuzz.py on TVM (shrunk): `v - v` of a NaN.
 
-The loop body runs only where `h.shape[0] > 3`. Exploration reaches it at one
-size of the dynamic batch (5, from the resized example), so its region keeps
-that batch as a static dim, and the package fails at batch 257
-(`Got invalid dimensions for input`). Shape decisions cannot be forced;
-exploring more sizes would cover this threshold but not every one."""
+torch gives NaN for `v - v` where v is NaN or infinite; TVM's simplifier
+folded `v - v` to 0 once the Linear before it was fused, so the package
+answered numbers where eager answers NaN (edge input nan). dycl guards the
+node for TVM (`dycl/backends/tvm_ieee.py`).
+"""
 import torch
 from torch import nn
 
-DYNAMIC = {'x': {0: 'batch'}}
-EDGE = ('nan', 'inf', 'ninf', 'allnan', 'large', 'empty', 'one', 'wide')
+DYNAMIC = {}
+EDGE = ('nan', 'inf', 'ninf', 'allnan', 'large')
 
 
 class Fuzzed(nn.Module):
@@ -20,18 +20,13 @@ class Fuzzed(nn.Module):
         self.depth = 2
         self.use_extra = False
 
+    def step0(self, v):
+        v = v - v
+        return v
+
     def forward(self, x):
         h = self.layers[0](x)
-        g = torch.tanh(x)
-        n = 0
-        flag = False
-        score = 0.0
-        feats = [h]
-        acc = x[:, :1]
-        k0 = 0
-        while k0 < 1 and (h.shape[0] > 3):
-            k0 += 1
-            h = self.layers[0](h)
+        h = self.step0(h)
         return (self.head(h),)
 
 
@@ -49,10 +44,10 @@ def get_inputs():
 
 
 def sample_inputs(n, seed=0):
-    """Scales and shifts that send sums, means, any and all both ways; batch sizes vary."""
+    """Scales and shifts that send sums, means, any and all both ways."""
     gen = torch.Generator().manual_seed(seed)
     scales, shifts = (0.1, 1.0, 3.0, 10.0), (0.0, -1.0, 1.0, -3.0, 3.0)
-    rows = (1, 1, 3)
+    rows = (1,)
     return [_rand(gen, rows[k % len(rows)], scales[k % 4], shifts[k % 5]) for k in range(n)]
 
 

@@ -1,9 +1,11 @@
-"""Open finding of scripts/fuzz.py on TVM (as drawn, unshrunk; KNOWN_BUGS "grow"): a loop-grown tensor.
+"""Found by scripts/fuzz.py on TVM (KNOWN_BUGS "grow"; rebuilt by hand, the program kept then did not fail).
 
-`acc = torch.cat([acc, ...], dim=1)` grows in a loop; exploration saw the
-region after it at one length of acc, which stayed a static dim. The
-all-NaN edge input runs the loop once more, and TVM refuses the longer acc
-(`match_cast error, shape[1] mismatch`). onnxruntime matches torch here.
+`acc = torch.cat([acc, ...], dim=1)` grows in a `while` loop that no sample
+runs more than once. Exploration could only cap a loop's trips (0, 1, 2 at
+most), so the body's region saw acc one column wide only and kept that dim
+static; a NaN input (`not (nan < 10)` holds) runs the loop three times, and
+the package refused the wider acc. onnxruntime hid it by running the loop
+inside one graph. Exploration now also runs a `while` exactly 1 and 2 times.
 """
 import torch
 from torch import nn
@@ -17,18 +19,20 @@ class Fuzzed(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
         self.head = nn.Linear(4, 3)
-        self.depth = 2
-        self.use_extra = False
 
     def forward(self, x):
         h = self.layers[0](x)
-        feats = [h]
-        h = self.layers[0](h)
-        return (self.head(h), self.head(h).argmax(-1), h, torch.stack(feats))
+        acc = x[:, :1]
+        k0 = 0
+        while k0 < 3 and (not (h.abs().sum() < 10.0)):
+            k0 += 1
+            acc = torch.cat([acc, h[:, :1]], dim=1)
+            h = h * 0.01
+        return (self.head(h), acc)
 
 
 def get_model():
-    torch.manual_seed(285)
+    torch.manual_seed(0)
     return Fuzzed().eval()
 
 
@@ -37,11 +41,11 @@ def _rand(gen, rows, scale, shift):
 
 
 def get_inputs():
-    return _rand(torch.Generator().manual_seed(285), 2, 1.0, 0.0)
+    return _rand(torch.Generator().manual_seed(0), 2, 1.0, 0.0)
 
 
 def sample_inputs(n, seed=0):
-    """Scales and shifts that send sums, means, any and all both ways."""
+    """Scales and shifts: the loop runs 0 or 1 times."""
     gen = torch.Generator().manual_seed(seed)
     scales, shifts = (0.1, 1.0, 3.0, 10.0), (0.0, -1.0, 1.0, -3.0, 3.0)
     rows = (2,)
@@ -49,17 +53,16 @@ def sample_inputs(n, seed=0):
 
 
 def edge_inputs():
-    """NaN, Inf, zero-size and extreme shapes, for the fuzzer's own comparison."""
-    gen = torch.Generator().manual_seed(285 + 1)
+    """NaN, Inf and extreme values, for the fuzzer's own comparison."""
+    gen = torch.Generator().manual_seed(1)
     out = []
     for kind in EDGE:
-        rows = {"empty": 0, "one": 1, "wide": 257}.get(kind, 2)
-        xs = _rand(gen, rows, 1.0, 0.0)
+        xs = _rand(gen, 2, 1.0, 0.0)
         for t in xs:
             if kind == "nan":
                 t[0, 0] = float("nan")
             elif kind == "inf":
-                t[0, 1 % 4] = float("inf")
+                t[0, 1] = float("inf")
             elif kind == "ninf":
                 t[-1, 0] = float("-inf")
             elif kind == "allnan":

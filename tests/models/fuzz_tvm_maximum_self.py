@@ -1,16 +1,14 @@
-"""Open finding of scripts/fuzz.py (shrunk): an `elif` only an empty batch reaches.
+"""Found by scripts/fuzz.py on TVM (shrunk): `torch.maximum(h, h)` and infinities.
 
-`elif h.sum().item() > 0.0:` after `if h.shape[0] > 0:` runs only at 0 rows,
-so its region is exported for a static [0, 4] input, where the TorchScript
-exporter gives `h.sum()` the shape [1, 1]: the conversion fails in step
-export. Exporting zero-size dims as symbolic would avoid the exporter's
-folding.
+With an +inf in x, h holds +inf and -inf; torch's head(h) is NaN. TVM wrote
+the Max as a reduction starting at -3.4e38, so max(-inf, -inf) was -3.4e38,
+and head(h) +inf. dycl lowers Max for TVM as `Where` (`dycl/backends/tvm_ieee.py`).
 """
 import torch
 from torch import nn
 
-DYNAMIC = {'x': {0: 'batch'}}
-EDGE = ('nan', 'inf', 'ninf', 'allnan', 'large', 'empty', 'one')
+DYNAMIC = {}
+EDGE = ('nan', 'inf', 'ninf', 'allnan', 'large')
 
 
 class Fuzzed(nn.Module):
@@ -23,19 +21,12 @@ class Fuzzed(nn.Module):
 
     def forward(self, x):
         h = self.layers[0](x)
-        g = torch.tanh(x)
-        n = 0
-        h = self.layers[0](h)
-        if h.shape[0] > 0:
-            h = self.layers[0](h)
-        elif h.sum().item() > 0.0:
-            g = self.layers[0](h)
-            n += 1
+        h = torch.maximum(h, h)
         return (self.head(h),)
 
 
 def get_model():
-    torch.manual_seed(0)
+    torch.manual_seed(1)
     return Fuzzed().eval()
 
 
@@ -44,20 +35,20 @@ def _rand(gen, rows, scale, shift):
 
 
 def get_inputs():
-    return _rand(torch.Generator().manual_seed(0), 1, 1.0, 0.0)
+    return _rand(torch.Generator().manual_seed(1), 1, 1.0, 0.0)
 
 
 def sample_inputs(n, seed=0):
-    """Scales and shifts that send sums, means, any and all both ways; batch sizes vary."""
+    """Scales and shifts that send sums, means, any and all both ways."""
     gen = torch.Generator().manual_seed(seed)
     scales, shifts = (0.1, 1.0, 3.0, 10.0), (0.0, -1.0, 1.0, -3.0, 3.0)
-    rows = (1, 1, 3)
+    rows = (1,)
     return [_rand(gen, rows[k % len(rows)], scales[k % 4], shifts[k % 5]) for k in range(n)]
 
 
 def edge_inputs():
     """NaN, Inf, zero-size and extreme shapes, for the fuzzer's own comparison."""
-    gen = torch.Generator().manual_seed(0 + 1)
+    gen = torch.Generator().manual_seed(1 + 1)
     out = []
     for kind in EDGE:
         rows = {"empty": 0, "one": 1, "wide": 257}.get(kind, 1)
