@@ -213,6 +213,7 @@ class FuzzRun:
         self.failure_file = ""
         self.seconds = 0.0  # until the last counted program (shrinking not included)
         self.shrink_runs = 0
+        self.interrupted = False
 
     @property
     def programs(self) -> int:
@@ -225,7 +226,8 @@ class FuzzRun:
         c = self.counts
         return (f"{self.backend}: {self.programs} programs: {c['matched']} matched, {c['diagnosed']} diagnosed, "
                 f"{c['mismatched']} mismatched, {c['crashed']} crashed "
-                f"({self.seconds:.0f} s, {self.per_minute():.0f} programs/minute)")
+                f"({self.seconds:.0f} s, {self.per_minute():.0f} programs/minute)"
+                + (" (interrupted)" if self.interrupted else ""))
 
 
 class _Bug(Exception):
@@ -284,7 +286,17 @@ def fuzz(backend: str, n: int, seed: int, out: str, check: int = 6, fuse: str = 
         one()
     except (_Bug, ExceptionGroup):
         run.failure_file = failure_path
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the counts so far are still a result
+        run.interrupted = True
     return run
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM stops a run as Ctrl-C does, so that it still reports what it counted."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,10 +313,11 @@ def main(argv: list[str] | None = None) -> int:
                                         "known bugs (default: KNOWN_BUGS for the backend; '' draws everything)")
     args = parser.parse_args(argv)
     failed = False
+    _interrupt_on_sigterm()
     for backend in args.backend or ["onnxruntime"]:
         def progress(run, outcome, every=max(1, args.programs // 20)):
             if run.programs % every == 0 or outcome.kind in ("mismatched", "crashed"):
-                print(f"  {run.programs}/{args.programs} {dict(run.counts)}"
+                print(f"  {run.programs}/{args.programs} {dict(run.counts)} {run.seconds:.0f} s"
                       + (f"  last: {outcome}" if outcome.kind in ("mismatched", "crashed") else ""), flush=True)
 
         avoid = known_bugs(backend) if args.avoid is None else frozenset(filter(None, args.avoid.split(",")))
@@ -318,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"minimal program ({run.shrink_runs} shrinking runs), kept as {run.failure_file}:\n")
             with open(run.failure_file, encoding="utf-8") as fh:
                 print(fh.read())
+        if run.interrupted:
+            return 130
     return 1 if failed else 0
 
 
