@@ -332,11 +332,14 @@ def _type_test(test) -> bool:
 
 
 def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
-    """Shape-determined decisions that went one way on every run, when no input dim is dynamic
-    (and those on dtypes alone, which no dim changes)."""
+    """Shape-determined decisions that went one way on every run, when no input dim is dynamic and no
+    region saw a dim vary (a tensor a loop grows: a NaN input may run the loop longer than any sample),
+    and those on dtypes alone, which no dim changes."""
+    varied = any(None in dims for record in st.exploration.records.values() if record.examples
+                 for dims in record.dims())
     fixed = {}
     for d in st.program.decisions:
-        if st.spec.dynamic and not _dtype_test(d.test) and not _type_test(d.test):
+        if (st.spec.dynamic or varied) and not _dtype_test(d.test) and not _type_test(d.test):
             continue
         arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
         if d.dclass == "shape" and len(arms) == 1:

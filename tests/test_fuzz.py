@@ -391,3 +391,11 @@ def test_state_grown_by_a_loop_no_sample_repeats_gets_a_symbolic_dim(tmp_path, b
         widths.add(expected[1].shape[1])
         assert fuzz.same(expected, net(*[t.numpy() for t in inputs])) == ""
     assert widths >= {1, 2, 4}  # 0, 1 and 3 trips
+
+
+def test_shape_test_on_a_grown_tensor_is_not_folded(tmp_path):
+    # A shape test that went one way in every run was folded when no input dim was dynamic; on a tensor a
+    # loop grows, a longer run takes the other arm, and the package answered from the folded one.
+    with pytest.raises(ConversionError) as info:
+        convert(ConvertOptions(os.path.join(MODELS, "grown_shape_test.py"), str(tmp_path / "out"), check=6))
+    assert [(d.kind, d.loc.line) for d in info.value.diagnostics] == [("unreached-code", 32)]
