@@ -55,19 +55,34 @@ def test_unreached_code_is_a_diagnostic(tmp_path, monkeypatch):
     # no diagnostic. It is refused like any unsupported construct, at the code's line.
     monkeypatch.chdir(ROOT)
     with pytest.raises(ConversionError) as info:
-        convert(ConvertOptions(os.path.join(MODELS, "fuzz_unreached_loop.py"), str(tmp_path / "out"), check=4))
+        convert(ConvertOptions(os.path.join(MODELS, "unreached_if.py"), str(tmp_path / "out"), check=4))
     assert info.value.format() == """\
-tests/models/fuzz_unreached_loop.py:23:13: error: no input reached this code, even with every decision forced \
+tests/models/unreached_if.py:18:13: error: no input reached this code, even with every decision forced \
 [unreached-code]
                 h = torch.tanh(h)
                 ^
-  Explanation: its region (h_L23) is exported at the shapes seen when the model runs, and no sample input took \
+  Explanation: its region (h_L18) is exported at the shapes seen when the model runs, and no sample input took \
 the path to it; forcing each `.item()`/tensor decision both ways did not reach it either (decisions on shapes and \
 on Python values cannot be forced)
   Hint: add sample_inputs() that take this path, or remove the code if it can never run
 
 1 error: the model cannot be converted as written."""
     assert not (tmp_path / "out").exists()
+
+
+def test_loop_no_input_enters_converts(converted):
+    # The fuzzer's first unreached loop (`while k0 < 1 and score >= 1.0:` with score 0.0): exploration also
+    # runs each `while` exactly once and twice, so its body has shapes, and the package agrees with the model.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_unreached_loop.py"), check=4)
+    net = dycl.load(result.out)
+    for (x,) in result.spec.sample_inputs(3, seed=5):
+        with torch.no_grad():
+            expected = result.spec.model(x).numpy()
+        assert fuzz.same(expected, net(x.numpy())) == ""
 
 
 def test_unrolled_loop_fuses_each_iteration_apart(converted):

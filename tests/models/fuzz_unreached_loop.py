@@ -1,9 +1,10 @@
 """Found by scripts/fuzz.py (shrunk): a loop on a Python float that never holds.
 
-No input runs the loop's body and its condition cannot be forced (it is a
-Python value, not a tensor), so its region has no example shapes to export
-at. dycl refuses the model with an [unreached-code] diagnostic at the body;
-before, the conversion failed in step explore without one.
+No input runs the loop's body, so its region had no example shapes to export
+at, and the conversion failed in step explore without a diagnostic. Then it
+was refused with [unreached-code]; now exploration runs every `while` exactly
+1 and 2 times as well, so the body has examples and the model converts (the
+package never runs it, as the model never does).
 """
 import torch
 from torch import nn
