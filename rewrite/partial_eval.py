@@ -31,7 +31,7 @@ from .names import Namespace
 from .returns import ReturnFact
 from .source import FunctionSource, function_source
 from .staticeval import Method, Scope, _target_names, fold, representation, value_of
-from .values import NOT_NONE, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
+from .values import NOT_NONE, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
@@ -197,7 +197,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 merged[key] = values[0]
                 continue
             for (env, sink), value in zip(flows, values):
-                if value is None:
+                if value is None or isinstance(value, NotNone):  # a run-time value there: nothing to write
                     continue
                 rep = representation(value)
                 if rep is None and isinstance(value, StaticList):
