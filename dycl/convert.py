@@ -28,7 +28,7 @@ from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
 from .explore import PythonValueOut, explore
 from .export import export_region, torch_region_info, verify_region
-from .shape_deps import value_shaped_names
+from .shape_deps import names_in, value_shaped_names
 from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
 from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .package import write_manifest, write_picture, write_report
@@ -354,15 +354,8 @@ def _shapes_of_shapes(st: ConversionResult, fixed: dict[str, bool]) -> dict[str,
     if not tests:
         return fixed
     value_shaped = value_shaped_names(st.program, st.exploration, st.regions_module, st.spec.model)
-    return {k: v for k, v in fixed.items() if k not in tests or not _read_names(tests[k]) & value_shaped}
+    return {k: v for k, v in fixed.items() if k not in tests or not names_in(tests[k]) & value_shaped}
 
-
-def _read_names(test) -> set[str]:
-    import libcst as cst
-
-    from rewrite.walk import find
-
-    return {n.value for n in find(test, cst.Name)}
 
 
 def _explore(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -17,7 +17,7 @@ from rewrite.cfg import HostStmt, Loop, RegionCall, host_nodes
 
 from .runtime.spec import unflatten
 
-__all__ = ["value_shaped_names"]
+__all__ = ["value_shaped_names", "names_in"]
 
 
 def value_shaped_names(program, exploration, regions_module, model) -> set[str]:
@@ -38,8 +38,8 @@ def value_shaped_names(program, exploration, regions_module, model) -> set[str]:
                 if tainted & set(reads):
                     tainted.update(writes)
             elif isinstance(node, Loop) and node.target is not None and node.iter is not None:
-                if tainted & _names(node.iter):  # `for i in range(len(sel))`
-                    tainted.update(_names(node.target))
+                if tainted & names_in(node.iter):  # `for i in range(len(sel))`
+                    tainted.update(names_in(node.target))
         if len(tainted) == before:
             return tainted
 
@@ -61,7 +61,8 @@ def _shapes_follow_shapes(region, record, regions_module, model) -> bool:
     return True
 
 
-def _names(node) -> set[str]:
+def names_in(node) -> set[str]:
+    """The names `node` reads."""
     import libcst as cst
 
     from rewrite.walk import find
