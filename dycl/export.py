@@ -170,13 +170,13 @@ def _poisoned(example: list) -> list[tuple[list, str]]:
     for how in _NONFINITE:
         poisoned = _fresh(example)
         for k in floats:
-            flat = poisoned[k].view(-1)
+            t = poisoned[k]  # written through indices, not a flat view: an example may be strided (transposed)
             if how.startswith("every"):
-                flat.fill_(float(how.split()[2].replace("NaN", "nan")))
+                t.fill_(float(how.split()[2].replace("NaN", "nan")))
             else:
-                flat[0] = float(how.split()[0].replace("NaN", "nan"))
+                t[(0,) * t.dim()] = float(how.split()[0].replace("NaN", "nan"))
                 if how.endswith("last"):
-                    flat[-1] = float("-inf")
+                    t[tuple(n - 1 for n in t.shape)] = float("-inf")
         out.append((list(poisoned), f" on inputs with {how}: the compiler does not keep torch's (IEEE) results "
                                      "for NaN and infinities here", True))
     return out
