@@ -29,6 +29,7 @@ from .dims import name_dims
 from .explore import PythonValueOut, explore
 from .export import export_region, torch_region_info, verify_region
 from .shape_deps import names_in, value_shaped_names
+from .path_shapes import explore_path_shapes
 from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
 from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .package import write_manifest, write_picture, write_report
@@ -366,13 +367,15 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     host = _import_host(os.path.join(scratch, "host_explore.py"))
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.natural_inputs = inputs
+    resized = _resized(st.spec)
     st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
                                              [r.name for r in st.program.regions], inputs,
-                                             region_loops=region_loops(st.program), resized=_resized(st.spec),
+                                             region_loops=region_loops(st.program), resized=resized,
                                              symbols_of=lambda inp: symbol_sizes(st.spec, inp),
                                              on_run=lambda detail, done, total: st.progress("explore", detail,
                                                                                             done, total),
                                              loop_origins={lp.decision: lp.origin for lp in st.program.loops})
+    st.forced_runs += explore_path_shapes(st.exploration, st.program, inputs, resized)
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:

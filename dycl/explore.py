@@ -17,7 +17,7 @@ from ._torch_regions import flatten_torch
 from .runtime.spec import describe, flatten, unflatten
 
 __all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch", "PythonValueOut", "EndlessLoop",
-           "Exactly", "MAX_ITERATIONS", "MAX_SECONDS"]
+           "Exactly", "MAX_ITERATIONS", "MAX_SECONDS", "path_forcing"]
 
 
 class RewriteMismatch(Exception):
@@ -75,7 +75,7 @@ class RegionRecord:
     """What exploration saw of one region."""
 
     __slots__ = ("name", "in_specs", "out_specs", "examples", "variants", "calls", "passthrough", "sources",
-                 "observations", "reached_by")
+                 "observations", "reached_by", "out_shapes")
 
     def __init__(self, name: str):
         self.name = name
@@ -90,6 +90,7 @@ class RegionRecord:
         self.sources: list | None = None
         self.observations: set[tuple] = set()  # (signature, declared symbols' sizes in that run)
         self.reached_by: list[tuple] = []  # the first few distinct paths (decisions taken) that led to a call
+        self.out_shapes: set[tuple] = set()  # the shapes of the output leaves, per call
 
     def trace_example(self) -> list:
         """The example to export at: the first without a zero-size dim where there is one (a trace at
@@ -107,16 +108,24 @@ class RegionRecord:
 
     def dims(self) -> list[list]:
         """Per input leaf, each dim's size, or None where it varied."""
-        sigs = list(self.examples)
-        dims = []
-        for leaf in range(len(sigs[0])):
-            shapes = [s[leaf][0] for s in sigs]
-            dims.append([shapes[0][a] if all(len(sh) == len(shapes[0]) and sh[a] == shapes[0][a] for sh in shapes)
-                         else None for a in range(len(shapes[0]))])
-        return dims
+        return _dims([[shape for shape, _ in sig] for sig in self.examples])
+
+    def out_dims(self) -> list[list]:
+        """Per output leaf, each dim's size, or None where it varied."""
+        return _dims(list(self.out_shapes))
 
     def __repr__(self) -> str:
         return f"RegionRecord({self.name}, {self.calls} calls, {len(self.examples)} signatures)"
+
+
+def _dims(calls: list) -> list[list]:
+    """Per leaf of `calls` (each a list of leaf shapes), each dim's size, or None where it varied."""
+    dims = []
+    for leaf in range(len(calls[0]) if calls else 0):
+        shapes = [c[leaf] for c in calls]
+        dims.append([shapes[0][a] if all(len(sh) == len(shapes[0]) and sh[a] == shapes[0][a] for sh in shapes)
+                     else None for a in range(len(shapes[0]))])
+    return dims
 
 
 _REACHING_PATHS = 3  # paths kept per region, to replay at other sizes
@@ -243,6 +252,7 @@ class _ExploringRegions:
             if signature not in record.variants and not all(torch.equal(a, b) for a, b in zip(first, tensors)):
                 record.variants[signature] = [t.clone() for t in tensors]
             record.observations.add((signature, self._symbols))
+            record.out_shapes.add(tuple(tuple(t.shape) if isinstance(t, torch.Tensor) else () for t in out_leaves))
             path = tuple(self.path)
             if len(record.reached_by) < _REACHING_PATHS and path not in record.reached_by:
                 record.reached_by.append(path)
@@ -364,7 +374,7 @@ def _endless(exc: "EndlessLoop", origins: dict, label: str) -> Exception:
         "make sure the loop's condition changes, or bound it (`for _ in range(max_steps):` with a `break`)")])
 
 
-def _path_forcing(path: tuple, classes: dict[str, str]) -> tuple:
+def path_forcing(path: tuple, classes: dict[str, str]) -> tuple:
     """The value-determined decisions of a path that went one way only, as a forcing (hashable: sorted pairs)."""
     arms: dict[str, set] = {}
     for decision, taken in path:
@@ -462,7 +472,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
         # and every path seen: a region behind two decisions (`else:` of an `elif`) needs both forced
         # at once, or the other sizes may never reach it and its dims stay those of one size
         paths = natural_paths + [p for p in seen_paths if p is not None]  # None: an input the model refused
-        forcings.extend(dict(f) for f in dict.fromkeys(_path_forcing(p, exp.classes) for p in paths) if f)
+        forcings.extend(dict(f) for f in dict.fromkeys(path_forcing(p, exp.classes) for p in paths) if f)
     for force in forcings:
         for inp in resized or []:
             try:
