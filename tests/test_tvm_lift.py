@@ -81,6 +81,31 @@ def test_lifted_block_computes_what_the_original_does(tmp_path):
     assert not np.allclose(runs["plain"][0], runs["shared"][0])  # each its own weights
 
 
+def test_one_element_weights_are_lifted_and_keep_their_rank(tmp_path):
+    # A gate's bias ([1]) and a scalar scale ([]): written through np.ascontiguousarray, the 0-d one came
+    # back as [1], TVM refused it ("Mismatched p2.ndim"), and gated blocks were kept as constants apart.
+    from dycl.backends.tvm import TvmBackend
+
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 1)).astype(np.float32), "gate.w"),
+             numpy_helper.from_array(np.array([0.25], np.float32), "gate.b"),
+             numpy_helper.from_array(np.array(3.0, np.float32), "gate.scale")]
+    nodes = [helper.make_node("MatMul", ["i0", "gate.w"], ["mm"]), helper.make_node("Add", ["mm", "gate.b"], ["a"]),
+             helper.make_node("Mul", ["a", "gate.scale"], ["o0"])]
+    graph = helper.make_graph(nodes, "gate", [helper.make_tensor_value_info("i0", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("o0", TensorProto.FLOAT, [1, 1])], initializer=inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "gate.onnx"))
+    backend = TvmBackend()
+    lifted, weights = backend.split(str(tmp_path / "gate.onnx"), str(tmp_path / "gate.lifted.onnx"))
+    assert [i.name for i in onnx.load(lifted).graph.input] == ["i0", "p0", "p1", "p2"]
+    assert [a.shape for a in weights.arrays] == [(4, 1), (1,), ()]
+    backend.compile(lifted, str(tmp_path / "gate.so"))
+    backend.bind(weights, "gate.so", str(tmp_path / "gate.safetensors"))
+    x = rng.standard_normal((1, 4)).astype(np.float32)
+    got = backend.load(str(tmp_path / "gate.safetensors"), str(tmp_path))([x])[0]
+    np.testing.assert_allclose(got, (x @ numpy_helper.to_array(inits[0]) + 0.25) * 3.0, rtol=1e-6)
+
+
 def test_weights_file_is_deterministic_and_refuses_what_is_malformed(tmp_path):
     from dycl.backends.tvm_params import RegionWeights, WeightsError, library_of, read_weights, write_weights
 
@@ -91,7 +116,9 @@ def test_weights_file_is_deterministic_and_refuses_what_is_malformed(tmp_path):
     got, library = read_weights(str(tmp_path / "a.safetensors"))
     assert library == str(tmp_path / "lib_L3.so") == library_of(str(tmp_path / "a.safetensors"))
     assert got.uses == [1, 0, 1] and [a.dtype for a in got.arrays] == [np.float32, np.float64]
+    assert [a.shape for a in got.arrays] == [(2, 3), ()]  # a 0-d array stays 0-d
     np.testing.assert_array_equal(got.arrays[0], weights.arrays[0])
+    assert got.arrays[1] == 1.5
 
     with pytest.raises(ValueError):
         write_weights(str(tmp_path / "c.safetensors"), weights, "../outside.so")

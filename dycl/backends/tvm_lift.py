@@ -80,13 +80,7 @@ def lift_weights(model: onnx.ModelProto) -> tuple[onnx.ModelProto, RegionWeights
 
 
 def _liftable(op_type: str, position: int, tensor: onnx.TensorProto) -> bool:
-    # One-element weights stay constants: lifted, TVM 0.27's LiftTransformParams passed them to main
-    # in another rank than main takes ("Mismatched p8.ndim"), and SkipNet-38's gates fell back to
-    # onnxruntime. Their blocks then compile apart (39 libraries, not 16).
-    size = 1
-    for d in tensor.dims:
-        size *= d
-    return position in _DATA_INPUTS.get(op_type, ()) and tensor.data_type in _FLOATS and size > 1 \
+    return position in _DATA_INPUTS.get(op_type, ()) and tensor.data_type in _FLOATS \
         and tensor.data_location != onnx.TensorProto.EXTERNAL
 
 

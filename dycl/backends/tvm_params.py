@@ -48,7 +48,7 @@ def write_weights(path: str, weights: RegionWeights, library: str) -> None:
     header: dict = {"__metadata__": {"library": library, "uses": json.dumps(weights.uses)}}
     offset, blobs = 0, []
     for k, array in enumerate(weights.arrays):
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # not ascontiguousarray: it turns a 0-d array into shape (1,)
         blob = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
         header[f"a{k}"] = {"dtype": _CODES[array.dtype], "shape": list(array.shape),
                            "data_offsets": [offset, offset + len(blob)]}
