@@ -40,8 +40,7 @@ class _Emitter:
         self.opset = opset
         self.types = types  # float values and their element types
         self.nodes: list[onnx.NodeProto] = []
-        self.taken = {v for n in graph.node for v in (*n.input, *n.output)} | {i.name for i in graph.input} \
-            | {i.name for i in graph.initializer}
+        self.taken = _names(graph)  # subgraphs' too: an earlier repair may have put its names in an If's arms
         self.count = 0
 
     def name(self, hint: str) -> str:
@@ -88,6 +87,17 @@ class _Emitter:
         """(IsNaN(x), the same as 0/1 in x's dtype)."""
         isnan = self.one("IsNaN", [x], "isnan")
         return isnan, self.one("CastLike", [isnan, x], "isnan_f")
+
+
+def _names(graph: onnx.GraphProto) -> set[str]:
+    """Every value and node name of `graph` and of the subgraphs of its nodes."""
+    names = {i.name for i in (*graph.input, *graph.initializer, *graph.output)}
+    for node in graph.node:
+        names.update((*node.input, *node.output, node.name))
+        for attr in node.attribute:
+            for sub in (*([attr.g] if attr.type == onnx.AttributeProto.GRAPH else []), *attr.graphs):
+                names |= _names(sub)
+    return names
 
 
 def _attrs(node: onnx.NodeProto) -> dict:

@@ -89,3 +89,27 @@ def test_repair_leaves_other_graphs_alone():
                    inits=[helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
     assert not tvm_ieee.repair(model)
     assert [n.op_type for n in model.graph.node] == ["Sub"]
+
+
+def test_repairs_one_after_another_keep_names_unique_across_subgraphs():
+    # Export repairs MaxPool into an If whose arms name their values nan_*; TVM's repairs ran next and
+    # counted only the top-level names, so they reused one of the arms' names (SDN on TVM: "Graph must be in
+    # single static assignment (SSA) form ... 'nan_nan_12' has been used as output names multiple times").
+    from dycl.torch_nan import TVM_ONLY
+
+    relus = [helper.make_node("Relu", [f"p{k}"], [f"p{k + 1}"]) for k in range(2)]
+    model = _graph([helper.make_node("MaxPool", ["x"], ["p0"], **POOL), *relus, helper.make_node("Identity", ["p2"], ["y"])],
+                   (1, 4, 1, 4))
+    assert repair(model, COMMON) and repair(model, TVM_ONLY)
+    outputs = []
+
+    def collect(graph):
+        for node in graph.node:
+            outputs.extend(o for o in node.output if o)
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    collect(attr.g)
+
+    collect(model.graph)
+    assert any(n.op_type == "If" for n in model.graph.node)
+    assert len(outputs) == len(set(outputs)), sorted(o for o in outputs if outputs.count(o) > 1)
