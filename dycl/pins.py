@@ -250,17 +250,17 @@ def region_pins(program) -> dict[str, RegionPins]:
     walk = _Walk()
     walk.block(program.body, {}, [])
     found = {}
-    for name, sites in walk.calls.items():
-        first = sites[0]
-        pins = [p for p in first.pins if all(any((q.name, q.version, q.axis, q.size, q.decision) ==
-                                                 (p.name, p.version, p.axis, p.size, p.decision) for q in s.pins)
-                                             for s in sites[1:])]
-        observed = {n: [d for d in ds if all(d in s.observed.get(n, ()) for s in sites[1:])]
+    for name, (first, *others) in walk.calls.items():
+        pins = [p for p in first.pins if all(_key(p) in {_key(q) for q in site.pins} for site in others)]
+        observed = {n: [d for d in ds if all(d in site.observed.get(n, ()) for site in others)]
                     for n, ds in first.observed.items()}
-        observed = {n: ds for n, ds in observed.items() if ds}
         if pins:
-            found[name] = RegionPins(pins, observed)
+            found[name] = RegionPins(pins, {n: ds for n, ds in observed.items() if ds})
     return found
+
+
+def _key(pin: Pin) -> tuple:
+    return pin.decision, pin.name, pin.version, pin.axis, pin.size
 
 
 def observed_names(pins: dict[str, RegionPins]) -> dict[str, list[str]]:
