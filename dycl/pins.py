@@ -15,7 +15,9 @@ Soundness rests on three things, each checked here:
 - every other dim of the region's inputs was seen at several sizes of the symbols the region saw
   at one size only, and stayed put: exploration observes those inputs at the pinning test itself,
   on every run that reaches it (`Exploration.at_decisions`). A dim that varies there and is not
-  pinned leaves the region refused.
+  pinned leaves the region refused. An input made on the arm itself, by an earlier region there
+  (the arm splits at a value decision), is explained where that region's inputs all are and its
+  output shapes follow from its input shapes (`shape_deps`): it is made at one size too.
 """
 from __future__ import annotations
 
@@ -45,16 +47,17 @@ class RegionPins:
     """What holds at every call of one region: the pins, and where each input can be observed.
 
     `observed[name]`: the pinning decisions at whose test `name` already holds the value the region
-    takes (it is not written between the test and the call).
+    takes (it is not written between the test and the call). `made_by[name]`: the region, on a
+    pinned arm, whose output `name` is at the call (at every call site).
     """
 
-    __slots__ = ("pins", "observed")
+    __slots__ = ("pins", "observed", "made_by")
 
-    def __init__(self, pins: list[Pin], observed: dict[str, list[str]]):
-        self.pins, self.observed = pins, observed
+    def __init__(self, pins: list[Pin], observed: dict[str, list[str]], made_by: dict[str, str] | None = None):
+        self.pins, self.observed, self.made_by = pins, observed, made_by or {}
 
     def __repr__(self) -> str:
-        return f"RegionPins({self.pins}, observed at {self.observed})"
+        return f"RegionPins({self.pins}, observed at {self.observed}, made by {self.made_by})"
 
 
 # -- symbolic shape values -----------------------------------------------------
@@ -189,6 +192,7 @@ class _Walk:
     def __init__(self):
         self.versions: dict[str, int] = {}
         self.calls: dict[str, list[RegionPins]] = {}  # region -> one per call site
+        self.made: dict[tuple[str, int], str] = {}  # (name, version) -> the region on a pinned arm whose output it is
 
     def bump(self, names, env: dict) -> None:
         for name in names:
@@ -211,6 +215,8 @@ class _Walk:
             elif isinstance(node, RegionCall):
                 self.call(node.region, arms)
                 self.bump(node.region.outputs, env)
+                if arms:
+                    self.made.update({(o, self.versions[o]): node.region.name for o in node.region.outputs})
             elif isinstance(node, If):
                 arm, pins = test_pins(node.test, env, self.versions)
                 inner = arms + [(node.decision, pins, dict(self.versions))] if pins else arms
@@ -226,6 +232,9 @@ class _Walk:
                 self.bump(_writes([node]), env)
 
     def call(self, region, arms: list) -> None:
+        if not arms:
+            self.calls.setdefault(region.name, []).append(None)
+            return
         pins, observed = [], {}
         for decision, arm_pins, at_test in arms:
             for name, version, axis, size in arm_pins:
@@ -234,7 +243,9 @@ class _Walk:
             for name in region.inputs:
                 if self.versions.get(name, 0) == at_test.get(name, 0):
                     observed.setdefault(name, []).append(decision)
-        self.calls.setdefault(region.name, []).append(RegionPins(pins, observed))
+        made_by = {n: self.made[(n, self.versions.get(n, 0))] for n in region.inputs
+                   if (n, self.versions.get(n, 0)) in self.made}
+        self.calls.setdefault(region.name, []).append(RegionPins(pins, observed, made_by))
 
 
 def _mentions(value, names: set[str]) -> bool:
@@ -246,16 +257,19 @@ def _mentions(value, names: set[str]) -> bool:
 
 
 def region_pins(program) -> dict[str, RegionPins]:
-    """The pins that hold at every call of each region (regions under no pinning test are left out)."""
+    """What holds at every call of each region under a pinning test (the others are left out); a region
+    may have no pin of its own left where the arm wrote the value a test read."""
     walk = _Walk()
     walk.block(program.body, {}, [])
     found = {}
     for name, (first, *others) in walk.calls.items():
+        if first is None or None in others:
+            continue  # a call under no pinning test
         pins = [p for p in first.pins if all(_key(p) in {_key(q) for q in site.pins} for site in others)]
         observed = {n: [d for d in ds if all(d in site.observed.get(n, ()) for site in others)]
                     for n, ds in first.observed.items()}
-        if pins:
-            found[name] = RegionPins(pins, {n: ds for n, ds in observed.items() if ds})
+        made_by = {n: q for n, q in first.made_by.items() if all(site.made_by.get(n) == q for site in others)}
+        found[name] = RegionPins(pins, {n: ds for n, ds in observed.items() if ds}, made_by)
     return found
 
 
@@ -276,14 +290,16 @@ def observed_names(pins: dict[str, RegionPins]) -> dict[str, list[str]]:
 # -- judging a region seen at one size -------------------------------------------
 
 
-def unexplained_dims(region, record, rp: RegionPins, seen_at, fixed: dict[str, int]) -> list[str]:
+def unexplained_dims(region, record, rp: RegionPins, seen_at, fixed: dict[str, int],
+                     made_at_one_size=lambda name: False) -> list[str]:
     """The input dims of a region seen at one size (`fixed`: symbol -> that size) that neither a pin
     nor the observations at a pinning test explain, as "`x` dim 1"; empty when the region may keep
     its static dims.
 
     `seen_at(decision)`: [(symbol sizes, {name: (spec, leaf shapes)})], one per distinct observation
     at that test (`Exploration.seen_at`). A dim not pinned is explained where every observation of
-    its input, over at least two sizes of each symbol in `fixed`, had it at the region's size.
+    its input, over at least two sizes of each symbol in `fixed`, had it at the region's size, or
+    where `made_at_one_size(region)` holds of the region on the arm that made the input.
     """
     dims = record.dims()
     pinned = {(p.name, p.axis): p.size for p in rp.pins}
@@ -293,11 +309,12 @@ def unexplained_dims(region, record, rp: RegionPins, seen_at, fixed: dict[str, i
         seen = [(sizes, values[name]) for d in rp.observed.get(name, ()) for sizes, values in seen_at(d)
                 if name in values]
         covered = bool(seen) and all(len({sizes.get(s) for sizes, _ in seen} - {None}) > 1 for s in fixed)
+        made = name in rp.made_by and made_at_one_size(rp.made_by[name])
         for k in range(count):
             rank = len(dims[leaf + k])
             for axis, size in enumerate(dims[leaf + k]):
-                if size is None:
-                    continue  # varied: symbolic already
+                if size is None or made:
+                    continue  # varied (symbolic already), or made at one size on the arm
                 if spec["t"] == "array" and size in (pinned.get((name, axis)), pinned.get((name, axis - rank))):
                     continue
                 if covered and all(s == spec and len(shapes[k]) == rank and shapes[k][axis] == size

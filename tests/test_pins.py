@@ -106,6 +106,28 @@ def _variant(tmp_path, old: str, new: str, name: str) -> str:
     return str(path)
 
 
+def test_an_arm_split_by_a_value_decision_keeps_its_static_dims(tmp_path):
+    # `h` is made on the arm (by the cat), so no pin reads it and the test cannot observe it; it is made at
+    # one size all the same: the cat's inputs are pinned or static, and its output shape follows from them.
+    import dycl
+    from dycl.convert import ConvertOptions, convert
+
+    cat = "            h = torch.cat([h, self.pos.expand(B, -1, -1, -1)], -1)\n"
+    path = _variant(tmp_path, cat, cat + "            if h.mean() > 0:\n                h = h * 2\n", "split")
+    opts = ConvertOptions(path, str(tmp_path / "out"), check=20)
+    opts.fuse = "none"
+    result = convert(opts)
+    assert result.check.passed and result.check.eta == 0
+    doubled = next(m for m in result.region_meta if m["origin"] == "forward L28")
+    assert [leaf["shape"] for leaf in doubled["input_leaves"]] == [[2, 3, 3, 8]]
+    net = dycl.load(result.out)
+    for k in range(6):
+        x = torch.randn(2, 3, 3, generator=torch.Generator().manual_seed(k)) + (k % 2 - 0.5) * 4
+        with torch.no_grad():
+            expected = result.spec.model(x).numpy()
+        np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-4, atol=1e-5)
+
+
 def test_a_range_that_admits_one_size_is_no_pin(tmp_path):
     # `2 < H < 4` admits 3 alone, but it is a threshold to dycl: the region is refused as before.
     from dycl.convert import ConvertOptions, convert
