@@ -28,10 +28,11 @@ from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
 from .explore import PythonValueOut, explore
 from .export import export_region, torch_region_info, verify_region
-from .shape_deps import names_in, value_shaped_names
+from .shape_deps import names_in, shapes_follow_shapes, value_shaped_names
 from .path_shapes import explore_path_shapes
 from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
 from .outdir import check_output, make_workdir, remove_created, replace_dir
+from .pins import observed_names, region_pins, unexplained_dims
 from .package import write_manifest, write_picture, write_report
 from .runtime.verify import sha256_file
 
@@ -90,6 +91,7 @@ class ConversionResult:
         self.fused: list[str] = []  # host code run as one graph, and why other code stayed in the host
         self.unfused: list[str] = []
         self.natural_inputs: list[tuple] = []
+        self.pins: dict = {}  # region -> pins.RegionPins: the shape tests that fix dims on the way to it
         self.observed_dynamic: list[dict] = []  # input dims the samples varied, made dynamic (not declared)
         self.tuning: list[dict] = []  # MetaSchedule statistics per TVM region
         self.artifacts = 0
@@ -157,7 +159,9 @@ def step_generate(opts: ConvertOptions, st: ConversionResult) -> None:
     _write(os.path.join(st.workdir, "regions_torch.py"), regions_source(st.program))
     scratch = os.path.join(st.workdir, ".scratch")
     os.makedirs(scratch, exist_ok=True)
-    _write(os.path.join(scratch, "host_explore.py"), host_source(st.program, source, instrument=True))
+    st.pins = region_pins(st.program)
+    _write(os.path.join(scratch, "host_explore.py"),
+           host_source(st.program, source, instrument=True, observe=observed_names(st.pins)))
 
 
 def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -177,7 +181,8 @@ def _explore_program(opts: ConvertOptions, st: ConversionResult) -> None:
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
         raise ConversionError(_unreached(unreached))
-    one_size = _one_size(st.program.regions, st.exploration.records)
+    one_size = _one_size(st.program.regions, st.exploration, st.pins,
+                         lambda region, record: shapes_follow_shapes(region, record, st.regions_module, st.spec.model))
     if one_size:
         raise ConversionError(one_size)
 
@@ -207,27 +212,67 @@ def _unreached(regions) -> list[Diagnostic]:
             for place, r in places.items()]
 
 
-def _one_size(regions, records) -> list[Diagnostic]:
+def _one_size(regions, exploration, pins: dict, follows_shapes=lambda region, record: False) -> list[Diagnostic]:
     """One diagnostic per source place of regions that ran at one size of a dynamic symbol only, where
-    the program ran at several (`explore` has replayed their paths at the other sizes)."""
+    the program ran at several (`explore` has replayed their paths at the other sizes).
+
+    A region behind a test that pins the dims it fixes (`if x.shape[2] == 4:`) is not one: see
+    `pins`. Under a pinning test, a dim left unexplained is named. `follows_shapes(region, record)`:
+    the region's output shapes follow from its input shapes (for inputs made on a pinned arm)."""
+    records = exploration.records
+    by_name = {r.name: r for r in regions}
     sizes: dict[str, set] = {}
     for record in records.values():
         for _, symbols in record.observations:
             for symbol, size in symbols:
                 sizes.setdefault(symbol, set()).add(size)
+
+    def fixed_sizes(record) -> dict[str, int]:
+        return {s: n for s, n in record.one_size().items() if len(sizes[s]) > 1}
+
+    def unexplained(r, fixed) -> list[str]:
+        return unexplained_dims(r, records[r.name], pins[r.name], exploration.seen_at, fixed, made_at_one_size)
+
+    made: dict[str, bool] = {}
+
+    def made_at_one_size(name: str) -> bool:
+        """The region's outputs have one shape on every run that calls it: its input dims are all static
+        and explained, and its output shapes follow from them."""
+        if name not in made:
+            made[name] = False  # while deciding: a cycle explains nothing
+            region, record = by_name.get(name), records.get(name)
+            made[name] = region is not None and bool(record.examples) \
+                and all(None not in dims for dims in record.dims()) \
+                and (not fixed_sizes(record) or (name in pins and not unexplained(region, fixed_sizes(record)))) \
+                and follows_shapes(region, record)
+        return made[name]
+
     found = {}
     for r in regions:
         record = records[r.name]
-        fixed = {s: n for s, n in record.one_size().items() if len(sizes[s]) > 1}
-        if fixed and any(len(shape) for shape, _ in next(iter(record.examples))):
-            found.setdefault((r.origin.file, r.origin.first, r.origin.col), (r, fixed))
+        fixed = fixed_sizes(record)
+        if not fixed or not any(len(shape) for shape, _ in next(iter(record.examples))):
+            continue
+        why = ""
+        if r.name in pins:
+            missing = unexplained(r, fixed)
+            if not missing:
+                continue
+            pinned = _listed([f"`{p.name}` dim {p.axis} = {p.size}" for p in pins[r.name].pins])
+            why = f"; the shape test on the way to it fixes {pinned}, but not {_listed(missing)}"
+        found.setdefault((r.origin.file, r.origin.first, r.origin.col), (r, fixed, why))
     return [Diagnostic("one-size-code", Location(*place),
                        f"this code ran at one size of {', '.join(f'`{s}`' for s in fixed)} only",
                        f"its region ({r.name}) was reached only with {', '.join(f'{s} = {n}' for s, n in fixed.items())}"
                        ", and taking the same decisions at the other sizes exploration tried failed, so which of its "
-                       "input dims follow that size cannot be told (a dim fixed at one size would refuse the others)",
+                       "input dims follow that size cannot be told (a dim fixed at one size would refuse the others)"
+                       + why,
                        "add sample_inputs() at other sizes that take this path, or make the code run at every size")
-            for place, (r, fixed) in found.items()]
+            for place, (r, fixed, why) in found.items()]
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _fix_sizes(spec, sizes: dict[str, int]) -> None:
@@ -374,7 +419,8 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
                                              symbols_of=lambda inp: symbol_sizes(st.spec, inp),
                                              on_run=lambda detail, done, total: st.progress("explore", detail,
                                                                                             done, total),
-                                             loop_origins={lp.decision: lp.origin for lp in st.program.loops})
+                                             loop_origins={lp.decision: lp.origin for lp in st.program.loops},
+                                             observed=observed_names(st.pins))
     st.forced_runs += explore_path_shapes(st.exploration, st.program, inputs, resized)
 
 

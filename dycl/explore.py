@@ -6,6 +6,7 @@ the rewrite against the original model before anything is exported.
 """
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -131,6 +132,11 @@ def _dims(calls: list) -> list[list]:
 _REACHING_PATHS = 3  # paths kept per region, to replay at other sizes
 
 
+def _freeze(seen: dict) -> tuple:
+    """A hashable form of {name: (spec, shapes)} (specs are dicts of lists)."""
+    return tuple((name, json.dumps(spec, sort_keys=True), shapes) for name, (spec, shapes) in sorted(seen.items()))
+
+
 def _signature(leaves) -> tuple:
     return tuple((tuple(t.shape), str(t.dtype)) for t in leaves)
 
@@ -157,9 +163,12 @@ class _ExploringRegions:
         if time.monotonic() > self._deadline:
             raise EndlessLoop(decision, f"was still running after {MAX_SECONDS:g} s")
 
-    def decide(self, decision: str, dclass: str, value) -> bool:
+    def decide(self, decision: str, dclass: str, value, observe=None) -> bool:
         """An `if` or `while` test. Forcing: True/False for a value-determined `if`;
-        an int n for a loop: at most n iterations."""
+        an int n for a loop: at most n iterations. `observe()` gives values seen at the test
+        (`Exploration.at_decisions`)."""
+        if observe is not None:
+            self._observe(decision, observe)
         taken = bool(value)
         forced = self._force.get(decision)
         if self._replay is not None:
@@ -177,6 +186,24 @@ class _ExploringRegions:
         if dclass == "execution" and taken and self._natural:
             self._explorer.loop_iterations[decision] = self._explorer.loop_iterations.get(decision, 0) + 1
         return taken
+
+    def _observe(self, decision: str, observe) -> None:
+        """Record the structure and leaf shapes of the values `observe()` gives, with this run's sizes."""
+        names = self._explorer.observed.get(decision, ())
+        try:
+            values = observe()
+        except NameError:  # not bound on this path yet: nothing to see
+            return
+        seen = {}
+        for name, value in zip(names, values):
+            try:
+                spec = describe(value, lambda v: isinstance(v, np.ndarray))
+            except TypeError:
+                continue
+            flat: list = []
+            flatten(value, spec, flat)
+            seen[name] = (spec, tuple(tuple(np.shape(leaf)) for leaf in flat))
+        self._explorer.at_decisions.setdefault(decision, set()).add((self._symbols, _freeze(seen)))
 
     def iterate(self, decision: str, iterable):
         """A host `for` loop; forcing an int n stops it after n iterations."""
@@ -279,6 +306,14 @@ class Exploration:
         self.loop_iterations: dict[str, int] = {}  # natural runs only
         self.loop_calls: dict[str, int] = {}
         self.reached: dict[str, str] = {}
+        self.observed: dict[str, list[str]] = {}  # decision -> names the instrumented host passes at its test
+        # decision -> {(declared symbols' sizes, ((name, (spec, leaf shapes)), ...))}: what each run saw there
+        self.at_decisions: dict[str, set[tuple]] = {}
+
+    def seen_at(self, decision: str) -> list[tuple[dict, dict]]:
+        """Each distinct observation at a decision's test: (symbol sizes, {name: (spec, leaf shapes)})."""
+        return [(dict(sizes), {name: (json.loads(spec), shapes) for name, spec, shapes in seen})
+                for sizes, seen in sorted(self.at_decisions.get(decision, ()), key=repr)]
 
     def run(self, inputs: tuple, force: dict[str, bool] | None = None, replay: tuple | None = None):
         """One run of the host; `force` sets decisions, `replay` follows a path of decisions taken
@@ -385,7 +420,7 @@ def path_forcing(path: tuple, classes: dict[str, str]) -> tuple:
 
 def explore(model, host, module, region_names, inputs: list[tuple], tol: float = 1e-4, max_forced: int = 4,
             region_loops: dict[str, str] | None = None, resized: list[tuple] | None = None, symbols_of=None,
-            on_run=None, loop_origins: dict | None = None):
+            on_run=None, loop_origins: dict | None = None, observed: dict[str, list[str]] | None = None):
     """Natural runs (checked against `model`), then forced runs until every arm is covered.
 
     A loop that runs more than MAX_ITERATIONS times, or a run longer than MAX_SECONDS, stops
@@ -394,10 +429,12 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     `resized` are inputs at other sizes of the declared dynamic dims: each is
     run naturally (and checked) and under every forcing used, so every region
     sees every size and its varying dims become symbolic. `on_run(detail,
-    done, total)` hears of each natural run.
+    done, total)` hears of each natural run. `observed`: per decision, the names the
+    instrumented host passes at its test (`Exploration.at_decisions`).
     """
     exp = Exploration(model, host, module, region_names)
     exp.region_loops = region_loops or {}
+    exp.observed = observed or {}
     if symbols_of is not None:
         exp.symbols_of = symbols_of
     natural_paths = []

@@ -17,12 +17,12 @@ from rewrite.cfg import HostStmt, Loop, RegionCall, host_nodes
 
 from .runtime.spec import unflatten
 
-__all__ = ["value_shaped_names", "names_in"]
+__all__ = ["value_shaped_names", "shapes_follow_shapes", "names_in"]
 
 
 def value_shaped_names(program, exploration, regions_module, model) -> set[str]:
     """The names (region outputs, host variables) whose shapes other input values may change."""
-    static_regions = {r.name: _shapes_follow_shapes(r, exploration.records.get(r.name), regions_module, model)
+    static_regions = {r.name: shapes_follow_shapes(r, exploration.records.get(r.name), regions_module, model)
                       for r in program.regions}
     nodes = list(host_nodes(program.body))
     tainted: set[str] = set()
@@ -44,7 +44,7 @@ def value_shaped_names(program, exploration, regions_module, model) -> set[str]:
             return tainted
 
 
-def _shapes_follow_shapes(region, record, regions_module, model) -> bool:
+def shapes_follow_shapes(region, record, regions_module, model) -> bool:
     """True when the region's output shapes follow from its input shapes (a fake run needs no value)."""
     if record is None or not record.examples or record.in_specs is None:
         return False

@@ -325,6 +325,7 @@ def test_arm_only_an_empty_batch_reaches_is_exported_for_every_size(converted):
 
 def test_code_that_runs_at_one_size_only_is_a_diagnostic(tmp_path, monkeypatch):
     # Where replaying the path at other sizes fails, dycl cannot tell which dims follow the batch: it refuses.
+    # `x.shape[0] == 5` pins x's batch dim, not h's (the region's input, whose rows vary at that test).
     monkeypatch.chdir(ROOT)
     with pytest.raises(ConversionError) as info:
         convert(ConvertOptions(os.path.join(MODELS, "one_size_only.py"), str(tmp_path / "out"), check=4))
@@ -334,7 +335,7 @@ tests/models/one_size_only.py:22:13: error: this code ran at one size of `batch`
                 ^
   Explanation: its region (h_L22) was reached only with batch = 5, and taking the same decisions at the other \
 sizes exploration tried failed, so which of its input dims follow that size cannot be told (a dim fixed at one \
-size would refuse the others)
+size would refuse the others); the shape test on the way to it fixes `x` dim 0 = 5, but not `h` dim 0
   Hint: add sample_inputs() at other sizes that take this path, or make the code run at every size
 
 1 error: the model cannot be converted as written."""
