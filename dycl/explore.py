@@ -325,8 +325,10 @@ class Exploration:
         return out, tuple(regions.path)
 
 
-def compare(expected, actual, where: str, rtol: float = 1e-4, atol: float = 1e-5) -> float:
-    """Max abs error between two host-shaped values; raises RewriteMismatch on structural differences."""
+def compare(expected, actual, where: str) -> float:
+    """Max error between two host-shaped values, absolute where |expected| <= 1 and relative to it above
+    (float32 keeps 7 digits: 1e8 computed two ways differs by units); raises RewriteMismatch on structural
+    differences."""
     if isinstance(expected, np.ndarray) or isinstance(actual, np.ndarray):
         e, a = np.asarray(expected), np.asarray(actual)
         if e.shape != a.shape or e.dtype != a.dtype:
@@ -339,7 +341,10 @@ def compare(expected, actual, where: str, rtol: float = 1e-4, atol: float = 1e-5
             if not np.array_equal(np.isnan(e), np.isnan(a)):  # NaN - x is NaN, which no tolerance test catches
                 raise RewriteMismatch(f"{where}: NaN at different positions")
             same = (e == a) | np.isnan(e)  # equal infinities too: inf - inf is NaN
-            return float(np.max(np.abs(np.where(same, 0, e) - np.where(same, 0, a))))
+            e, a = np.where(same, 0, e), np.where(same, 0, a)
+            scale = np.abs(e)
+            scale = np.where(np.isfinite(scale) & (scale > 1), scale, 1)  # an infinity expected: absolute (inf)
+            return float(np.max(np.abs(e - a) / scale))
         if not np.array_equal(e, a):
             raise RewriteMismatch(f"{where}: integer/bool values differ")
         return 0.0
@@ -352,7 +357,7 @@ def compare(expected, actual, where: str, rtol: float = 1e-4, atol: float = 1e-5
             raise RewriteMismatch(f"{where}: expected dict keys {list(expected)}, got {_describe(actual)}")
         return max([compare(expected[k], actual[k], f"{where}[{k!r}]") for k in expected], default=0.0)
     if isinstance(expected, float) and isinstance(actual, (float, int)):
-        return abs(expected - actual)
+        return compare(np.array(expected, np.float64), np.array(actual, np.float64), where)
     if type(expected) is not type(actual) or expected != actual:
         raise RewriteMismatch(f"{where}: expected {expected!r}, got {actual!r}")
     return 0.0

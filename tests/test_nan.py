@@ -51,3 +51,18 @@ def test_repair_leaves_integer_ops_and_is_idempotent():
     n = len(model.graph.node)
     assert not repair(model, COMMON) and len(model.graph.node) == n
     onnx.checker.check_model(model)
+
+
+def test_compare_is_relative_above_one():
+    # Found by the fuzzer (tests/models/fuzz_large_magnitudes.py): at 1e8 float32 results computed two ways
+    # differ by units, which an absolute bound of 1e-4 called a wrong answer.
+    assert compare(np.array([1e8], np.float32), np.array([1e8 + 8], np.float32), "out") == pytest.approx(8e-8)
+    assert compare(np.array([0.5]), np.array([0.5002]), "out") == pytest.approx(2e-4)  # absolute below 1
+    assert compare(np.array([-4e9]), np.array([-4.4e9]), "out") == pytest.approx(0.1)
+    assert compare(np.array([np.inf]), np.array([3.0]), "out") == np.inf == compare(np.array([3.0]), np.array([np.inf]), "out")
+    assert compare(2.0, 2.5, "out") == 0.25
+
+
+def test_package_with_large_magnitudes_passes_its_check(converted):
+    result = converted(os.path.join(MODELS, "fuzz_large_magnitudes.py"), check=20)
+    assert result.check.passed and result.check.delta <= 1e-4
