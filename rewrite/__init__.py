@@ -55,7 +55,7 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
     # A Python scalar or container input is a run-time value like a tensor's: `if k > 2:` is never folded.
     kinds.value_derived.update(p for p in params if kinds.get(p) != TENSOR)
     builder = Builder(kinds, names, fixed)
-    body = builder.block(lowered, kinds)
+    body = builder.build(lowered, kinds)
     body = merge_across_host(tail_merge(body, builder.new_region))
     variables = set(params) | kinds.seen
     body = assign_region_signatures(body, params, variables)

@@ -12,6 +12,7 @@ import libcst as cst
 
 from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
+from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
 from .staticeval import _bound_names, _target_names
 
@@ -32,12 +33,19 @@ class Builder:
         self.loops: list[Loop] = []
         self._reevaluate: list[list[Stmt]] = []  # per enclosing while: its test's region part
         self._dynamic_depth = 0  # > 0 inside a loop body or an arm of a run-time decision
+        self._loop_depth = 0  # > 0 inside a host loop's body
+        self._host_lists = HostLists(set(), set())  # lists the host needs as lists (host_lists.py)
         self._known: dict[str, cst.BaseExpression] = {}  # `if k == 2:` arm: k is 2 in region code
         # `batch = x.shape[0]` in the host: a region that uses `batch` recomputes it from `x`
         # (a shape the compiler can see) instead of receiving it as a 0-d tensor.
         self._shape_defs: dict[str, Stmt] = {}
 
     # -- tree walk ---------------------------------------------------------
+    def build(self, lowered: list, kinds: Kinds) -> list:
+        """The host tree of the lowered function body."""
+        self._host_lists = host_lists(lowered, self.fixed)
+        return self.block(lowered, kinds)
+
     def block(self, lowered: list, kinds: Kinds) -> list:
         out: list = []
         pending: list[Stmt] = []
@@ -48,6 +56,11 @@ class Builder:
                 out.append(RegionCall(region))
                 pending.clear()
 
+        self._nodes(lowered, kinds, pending, out, flush)
+        flush()
+        return out
+
+    def _nodes(self, lowered: list, kinds: Kinds, pending: list, out: list, flush) -> None:
         for node in lowered:
             if isinstance(node, IfNode):
                 self._if(node, kinds, pending, out, flush)
@@ -55,8 +68,6 @@ class Builder:
                 self._loop(node, kinds, pending, out, flush)
             else:
                 self._stmt(node, kinds, pending, out, flush)
-        flush()
-        return out
 
     def _emitter(self, kinds: Kinds, pending: list, origin: Origin, hint: str):
         def emit(expr: cst.BaseExpression) -> cst.Name:
@@ -67,6 +78,10 @@ class Builder:
         return emit
 
     def _if(self, node: IfNode, kinds: Kinds, pending, out, flush) -> None:
+        decision = self.decision_names.fresh(f"L{node.origin.first}")
+        if decision in self.fixed:  # a shape decision exploration found constant: its arm is straight-line code
+            self._fixed_arm(node, self.fixed[decision], kinds, pending, out, flush)
+            return
         emitted = []
         emit = self._emitter(kinds, pending, node.origin, "cond")
 
@@ -81,10 +96,6 @@ class Builder:
         value = bool(emitted) or info.value or info.vtype == TENSOR
         flush()
         test = to_host(test, kinds)
-        decision = self.decision_names.fresh(f"L{node.origin.first}")
-        if decision in self.fixed:  # a shape decision exploration found constant
-            out.extend(self.block(node.body if self.fixed[decision] else node.orelse, kinds))
-            return
         body_kinds, else_kinds = kinds.copy(), kinds.copy()
         self._dynamic_depth += 1
         known = dict(self._known)
@@ -109,6 +120,17 @@ class Builder:
         result.facts = facts
         self.decisions.append(result)
         out.append(result)
+
+    def _fixed_arm(self, node: IfNode, taken: bool, kinds: Kinds, pending, out, flush) -> None:
+        """The arm a folded decision takes, in the code around it: the region being built goes on
+        through it, as through a folded `if self.flag:`. The other arm's decisions still take their
+        names, in the order the unfolded build gave them, so later decisions keep theirs (`fixed` is
+        keyed by them)."""
+        if not taken:
+            skip_decision_ids(node.body, self.decision_names)
+        self._nodes(node.body if taken else node.orelse, kinds, pending, out, flush)
+        if taken:
+            skip_decision_ids(node.orelse, self.decision_names)
 
     def _snapshot(self):
         return ([set(ns._taken) for ns in (self.names, self.region_names, self.decision_names)],
@@ -165,11 +187,13 @@ class Builder:
             iterable = None
         self._reevaluate.append(reevaluate)
         self._dynamic_depth += 1
+        self._loop_depth += 1
         try:
             body = self.block(list(node.body) + reevaluate, kinds.copy())
         finally:
             self._reevaluate.pop()
             self._dynamic_depth -= 1
+            self._loop_depth -= 1
         loop = Loop(node.kind, body, node.origin, decision, test=test, target=node.target, iter=iterable)
         self.loops.append(loop)
         out.append(loop)
@@ -215,6 +239,10 @@ class Builder:
                     for name in _target_names(t):
                         kinds.set(name, TENSOR)
                 return
+            if self._region_list(stmt, node, kinds):
+                region()
+                kinds.set(targets[0].value, TENSOR)
+                return
             value = hoist(node.value, kinds, emit)
             host(node.with_changes(value=value))
             # A scalar set inside a loop or a run-time branch depends on how execution went.
@@ -255,6 +283,17 @@ class Builder:
                 region()
             return
         region()
+
+    def _region_list(self, stmt: Stmt, node: cst.Assign, kinds: Kinds) -> bool:
+        """`res = [x[0], conv(x[0])]`, `out = []`: a list or tuple of tensors that the host does not
+        need (host_lists.py), built in the region; its appends, indexing and joins go there too."""
+        if self._loop_depth or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) \
+                or stmt in self._host_lists:
+            return False
+        value = node.value
+        return isinstance(value, (cst.List, cst.Tuple)) \
+            and not any(isinstance(el, cst.StarredElement) for el in value.elements) \
+            and all(analyze(el.value, kinds).vtype == TENSOR for el in value.elements)
 
     def _joins_to_host(self, node, kinds: Kinds, out: list, origin: Origin):
         """`torch.stack(tokens).sum(0)`: the host joins the list (`np.stack`), the region gets one array.
