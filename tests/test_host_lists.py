@@ -1,0 +1,51 @@
+"""Lists of tensors built in regions, decisions that never change folded into the code around them
+(rewrite/host_lists.py, Builder._fixed_arm, dycl/shape_deps.py), on tests/models/c_dense_lists.py:
+a DenseNet/RANet-style block whose list plumbing, type tests and width tests leave nothing for the
+host to decide before the early exit."""
+import os
+
+from conftest import MODELS
+
+from rewrite.cfg import HostStmt, If, RegionCall
+
+DENSE = os.path.join(MODELS, "c_dense_lists.py")
+
+
+def _code(node) -> str:
+    import libcst as cst
+
+    return cst.Module([]).code_for_node(node.node)
+
+
+def test_type_and_width_tests_fold_in_every_call(converted):
+    # The layer runs three times: with a tensor, with a list whose second part comes in pieces, and
+    # with a list whose narrower part comes first. Each call's `isinstance` and width tests fold, the
+    # width test included although `F.interpolate(..., size=(h, w))` upstream takes host numbers, and
+    # the nested `elif`s of the arm only lists take keep their ids (the tensor call skips them).
+    result = converted(DENSE, check=20)
+    assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-5
+    assert result.check.paths == 3
+    assert [d.dclass for d in result.program.decisions] == ["value", "value"]
+    assert result.program.static_decisions >= 6
+
+
+def test_list_plumbing_stays_in_the_region(converted):
+    # Before the early exit: the block's layers, their `[x[0], f(x[0])]` joins, `outputs.append`,
+    # `outputs[-1]`, `x = [x]` + `x.append(...)` + `torch.cat(x)` and the `(x, outputs)` it returns,
+    # all without a host list between them.
+    result = converted(DENSE, check=20)
+    body = result.program.body
+    first_if = next(i for i, n in enumerate(body) if isinstance(n, If))
+    before = body[:first_if]
+    host = [_code(n) for n in before if isinstance(n, HostStmt)]
+    assert not [c for c in host if "[" in c or "append" in c or "concatenate" in c], host
+    assert sum(isinstance(n, RegionCall) for n in before) <= 2
+
+
+def test_list_grown_in_a_runtime_branch_is_a_host_list(converted):
+    # `kept` gets a different tensor in each arm of a run-time decision and is joined after the `if`:
+    # the host builds it and counts it.
+    result = converted(DENSE, check=20)
+    host = open(os.path.join(result.out, "host.py")).read()
+    assert "kept = []" in host and "kept.append(h)" in host and "np.concatenate(kept, axis=1)" in host
+    assert "len(kept)" in host
