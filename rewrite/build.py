@@ -22,8 +22,13 @@ _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "
 
 
 class Builder:
-    def __init__(self, kinds: Kinds, names: Namespace, fixed: dict[str, bool] | None = None):
+    def __init__(self, kinds: Kinds, names: Namespace, fixed: dict[str, bool] | None = None,
+                 host_shapes: set[str] | None = None):
         self.fixed = fixed or {}
+        # `_, _, h, w = x.size()` reads shapes in the region being built (see `_region_shape_read`),
+        # except into these names, which a region would have to return as Python numbers.
+        self.host_shapes = host_shapes or set()
+        self.region_shapes: set[str] = set()
         self.kinds = kinds
         self.names = names
         self.region_names = Namespace()
@@ -243,6 +248,13 @@ class Builder:
                 region()
                 kinds.set(targets[0].value, TENSOR)
                 return
+            if self._region_shape_read(node, kinds):
+                region()
+                for name in _target_names(targets[0]):
+                    kinds.set(name, SCALAR)
+                    self.region_shapes.add(name)
+                    self._shape_defs[name] = stmt  # later regions read the shape again
+                return
             value = hoist(node.value, kinds, emit)
             host(node.with_changes(value=value))
             # A scalar set inside a loop or a run-time branch depends on how execution went.
@@ -290,10 +302,32 @@ class Builder:
         if self._loop_depth or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) \
                 or stmt in self._host_lists:
             return False
+        return _tensor_display(node.value, kinds)
+
+    def _region_shape_read(self, node: cst.Assign, kinds: Kinds) -> bool:
+        """`_, _, h, w = x.size()` of a tensor the region being built computes: read in the region, not
+        by ending it for the host to read. Where the host or a later region needs the numbers, a later
+        region reads the shape again (`_shape_defs`), or the build is redone with them in `host_shapes`."""
+        if self._loop_depth or len(node.targets) != 1:
+            return False
+        target = node.targets[0].target
+        plain = isinstance(target, cst.Name) or isinstance(target, (cst.Tuple, cst.List)) \
+            and all(isinstance(el.value, cst.Name) for el in target.elements)
+        if not plain or set(_target_names(target)) & self.host_shapes:
+            return False
         value = node.value
-        return isinstance(value, (cst.List, cst.Tuple)) \
-            and not any(isinstance(el, cst.StarredElement) for el in value.elements) \
-            and all(analyze(el.value, kinds).vtype == TENSOR for el in value.elements)
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size" \
+                and all(isinstance(a.value, cst.Integer) for a in value.args):
+            base = value.func.value
+        elif isinstance(value, cst.Attribute) and value.attr.value == "shape":
+            base = value.value
+        else:
+            return False
+        return isinstance(base, cst.Name) and kinds.get(base.value) == TENSOR \
+            and all(isinstance(s.slice, cst.Index) and isinstance(s.slice.value, cst.Integer)
+                    for s in getattr(node.value, "slice", ()))
 
     def _joins_to_host(self, node, kinds: Kinds, out: list, origin: Origin):
         """`torch.stack(tokens).sum(0)`: the host joins the list (`np.stack`), the region gets one array.
@@ -373,6 +407,13 @@ class Builder:
 
 
 _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear"}
+
+
+def _tensor_display(value, kinds: Kinds) -> bool:
+    """`[x[0], conv(x[0])]`, `[x, (a, b)]`, `[]`: a list or tuple display of tensors, nested ones too."""
+    return isinstance(value, (cst.List, cst.Tuple)) \
+        and not any(isinstance(el, cst.StarredElement) for el in value.elements) \
+        and all(_tensor_display(el.value, kinds) or analyze(el.value, kinds).vtype == TENSOR for el in value.elements)
 
 
 def _container_length(call: cst.Call, kinds: Kinds) -> bool:
