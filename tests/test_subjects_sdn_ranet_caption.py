@@ -41,10 +41,10 @@ def test_subject_tvm(converted, name):
     if name != "ranet":
         assert not left, result.fallbacks  # every region compiles with TVM and keeps torch's NaN/inf results
     else:
-        # Open: the two regions holding RANet's fusion blocks (_BlockUpNormal: strided convolutions,
-        # bilinear F.interpolate of both inputs, torch.cat) compile, but with +inf written into the first
-        # element of every input TVM's answer differs from torch's (a NaN), so they run on onnxruntime.
-        # A bilinear interpolate alone keeps torch's answer there; which op loses it is not known yet.
+        # Open: the two regions holding RANet's fusion blocks (ConvUpNormal) compile, but with +inf in
+        # their inputs TVM's answer differs from torch's, so they run on onnxruntime. The op: a bilinear
+        # F.interpolate to the size its input already has (ConvUpNormal's `x[1]` when not down-sampling),
+        # where torch's kernel gives NaN at an infinity (x0 + 0 * (x1 - x0)) and TVM's Resize does not.
         assert set(left) == {"low_ftrs_L446", "low_ftrs_L446_1"}, result.fallbacks
         assert all("on inputs with +inf in the first element" in f for f in left.values()), result.fallbacks
 
