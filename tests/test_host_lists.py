@@ -47,3 +47,16 @@ def test_list_grown_in_a_runtime_branch_is_a_host_list(converted):
     host = open(os.path.join(result.out, "host.py")).read()
     assert "kept = []" in host and "kept.append(h)" in host and "np.concatenate(kept, axis=1)" in host
     assert "len(kept)" in host
+
+
+def test_a_size_used_after_a_decision_is_read_by_the_host(converted):
+    # `_, c, h, w = y.size()` first goes into the region computing `y`; `c` is needed after the
+    # decision, when `y` has been reassigned, so a region would return a Python number: the front end
+    # builds again with that read in the host. The region after it gets `y` and reads `h, w` itself.
+    result = converted(os.path.join(MODELS, "c_size_reads.py"), check=20, fuse="none")
+    assert result.check.passed and result.check.eta == 0 and result.check.paths == 2
+    host = [_code(n) for n in result.program.body if isinstance(n, HostStmt)]
+    assert "_, c, h, w = y.shape" in host
+    regions = {r.name: r for r in result.program.regions}
+    assert not [r.name for r in regions.values() if {"h", "w"} & set(r.inputs)]
+    assert any("c" in r.inputs for r in regions.values())
