@@ -379,8 +379,11 @@ class Builder:
 
     def _rematerialize(self, node, pending: list, kinds: Kinds) -> None:
         """Put the shape definitions `node` reads at the start of the region being built."""
+        candidates = [n for n in reads_writes(node)[0] if n in self._shape_defs]
+        if not candidates:  # the common case: not a pass over the whole pending region per statement
+            return
         present = {n for s in pending for n in reads_writes(s.node)[1]}
-        needed = [n for n in reads_writes(node)[0] if n in self._shape_defs and n not in present]
+        needed = [n for n in candidates if n not in present]
         for name in needed:
             definition = self._shape_defs[name]
             self._rematerialize(definition.node, pending, kinds)
