@@ -395,12 +395,18 @@ def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
 
 def _shapes_of_shapes(st: ConversionResult, fixed: dict[str, bool]) -> dict[str, bool]:
     """Of `fixed`, the decisions whose shapes follow from the (static) input shapes: not `sel.shape[0] > 2`
-    of `sel = h[mask]`, which other input values change however the samples went."""
-    tests = {d.decision: d.test for d in st.program.decisions if d.decision in fixed and not _dtype_test(d.test)}
-    if not tests:
-        return fixed
-    value_shaped = value_shaped_names(st.program, st.exploration, st.regions_module, st.spec.model)
-    return {k: v for k, v in fixed.items() if k not in tests or not names_in(tests[k]) & value_shaped}
+    of `sel = h[mask]`, which other input values change however the samples went. Tests of dtypes and
+    of Python types (`isinstance(x, list)`) read no shape: what shapes the names have does not matter."""
+    tests = {d.decision: d.test for d in st.program.decisions
+             if d.decision in fixed and not _dtype_test(d.test) and not _type_test(d.test)}
+    while tests:  # each decision kept unfolded brings its other arm back, which may make more names value-shaped
+        value_shaped = value_shaped_names(st.program, st.exploration, st.regions_module, st.spec.model, fixed)
+        kept = {k for k, test in tests.items() if names_in(test) & value_shaped}
+        if not kept:
+            break
+        fixed = {k: v for k, v in fixed.items() if k not in kept}
+        tests = {k: t for k, t in tests.items() if k not in kept}
+    return fixed
 
 
 

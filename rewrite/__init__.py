@@ -51,15 +51,23 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
         raise ConversionError(evaluator.diagnostics)
     if len(example_inputs) != len(params):
         raise TypeError(f"forward takes {len(params)} inputs ({', '.join(params)}) but {len(example_inputs)} were given")
-    kinds = Kinds({p: _kind_of(v) for p, v in zip(params, example_inputs)})
-    # A Python scalar or container input is a run-time value like a tensor's: `if k > 2:` is never folded.
-    kinds.value_derived.update(p for p in params if kinds.get(p) != TENSOR)
-    builder = Builder(kinds, names, fixed)
-    body = builder.block(lowered, kinds)
-    body = merge_across_host(tail_merge(body, builder.new_region))
-    variables = set(params) | kinds.seen
-    body = assign_region_signatures(body, params, variables)
-    regions = _regions_in(body)
+    host_shapes: set[str] = set()
+    taken = set(names._taken)
+    while True:  # again, with shapes the host reads where a region would return them as numbers
+        names._taken = set(taken)
+        kinds = Kinds({p: _kind_of(v) for p, v in zip(params, example_inputs)})
+        # A Python scalar or container input is a run-time value like a tensor's: `if k > 2:` is never folded.
+        kinds.value_derived.update(p for p in params if kinds.get(p) != TENSOR)
+        builder = Builder(kinds, names, fixed, host_shapes)
+        body = builder.build(lowered, kinds)
+        body = merge_across_host(tail_merge(body, builder.new_region))
+        variables = set(params) | kinds.seen
+        body = assign_region_signatures(body, params, variables)
+        regions = _regions_in(body)
+        returned = {name for r in regions for name in r.outputs} & builder.region_shapes
+        if not returned:
+            break
+        host_shapes |= returned
     decisions = [d for d in builder.decisions if _contains(body, d)]
     loops = [lp for lp in builder.loops if _contains(body, lp)]
     program = Program(type(model).__qualname__, params, body, regions, decisions, origin,

@@ -12,6 +12,7 @@ import libcst as cst
 
 from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
+from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
 from .staticeval import _bound_names, _target_names
 
@@ -21,8 +22,13 @@ _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "
 
 
 class Builder:
-    def __init__(self, kinds: Kinds, names: Namespace, fixed: dict[str, bool] | None = None):
+    def __init__(self, kinds: Kinds, names: Namespace, fixed: dict[str, bool] | None = None,
+                 host_shapes: set[str] | None = None):
         self.fixed = fixed or {}
+        # `_, _, h, w = x.size()` reads shapes in the region being built (see `_region_shape_read`),
+        # except into these names, which a region would have to return as Python numbers.
+        self.host_shapes = host_shapes or set()
+        self.region_shapes: set[str] = set()
         self.kinds = kinds
         self.names = names
         self.region_names = Namespace()
@@ -32,12 +38,19 @@ class Builder:
         self.loops: list[Loop] = []
         self._reevaluate: list[list[Stmt]] = []  # per enclosing while: its test's region part
         self._dynamic_depth = 0  # > 0 inside a loop body or an arm of a run-time decision
+        self._loop_depth = 0  # > 0 inside a host loop's body
+        self._host_lists = HostLists(set(), set())  # lists the host needs as lists (host_lists.py)
         self._known: dict[str, cst.BaseExpression] = {}  # `if k == 2:` arm: k is 2 in region code
         # `batch = x.shape[0]` in the host: a region that uses `batch` recomputes it from `x`
         # (a shape the compiler can see) instead of receiving it as a 0-d tensor.
         self._shape_defs: dict[str, Stmt] = {}
 
     # -- tree walk ---------------------------------------------------------
+    def build(self, lowered: list, kinds: Kinds) -> list:
+        """The host tree of the lowered function body."""
+        self._host_lists = host_lists(lowered, self.fixed)
+        return self.block(lowered, kinds)
+
     def block(self, lowered: list, kinds: Kinds) -> list:
         out: list = []
         pending: list[Stmt] = []
@@ -48,6 +61,11 @@ class Builder:
                 out.append(RegionCall(region))
                 pending.clear()
 
+        self._nodes(lowered, kinds, pending, out, flush)
+        flush()
+        return out
+
+    def _nodes(self, lowered: list, kinds: Kinds, pending: list, out: list, flush) -> None:
         for node in lowered:
             if isinstance(node, IfNode):
                 self._if(node, kinds, pending, out, flush)
@@ -55,8 +73,6 @@ class Builder:
                 self._loop(node, kinds, pending, out, flush)
             else:
                 self._stmt(node, kinds, pending, out, flush)
-        flush()
-        return out
 
     def _emitter(self, kinds: Kinds, pending: list, origin: Origin, hint: str):
         def emit(expr: cst.BaseExpression) -> cst.Name:
@@ -67,6 +83,10 @@ class Builder:
         return emit
 
     def _if(self, node: IfNode, kinds: Kinds, pending, out, flush) -> None:
+        decision = self.decision_names.fresh(f"L{node.origin.first}")
+        if decision in self.fixed:  # a shape decision exploration found constant: its arm is straight-line code
+            self._fixed_arm(node, self.fixed[decision], kinds, pending, out, flush)
+            return
         emitted = []
         emit = self._emitter(kinds, pending, node.origin, "cond")
 
@@ -81,10 +101,6 @@ class Builder:
         value = bool(emitted) or info.value or info.vtype == TENSOR
         flush()
         test = to_host(test, kinds)
-        decision = self.decision_names.fresh(f"L{node.origin.first}")
-        if decision in self.fixed:  # a shape decision exploration found constant
-            out.extend(self.block(node.body if self.fixed[decision] else node.orelse, kinds))
-            return
         body_kinds, else_kinds = kinds.copy(), kinds.copy()
         self._dynamic_depth += 1
         known = dict(self._known)
@@ -109,6 +125,17 @@ class Builder:
         result.facts = facts
         self.decisions.append(result)
         out.append(result)
+
+    def _fixed_arm(self, node: IfNode, taken: bool, kinds: Kinds, pending, out, flush) -> None:
+        """The arm a folded decision takes, in the code around it: the region being built goes on
+        through it, as through a folded `if self.flag:`. The other arm's decisions still take their
+        names, in the order the unfolded build gave them, so later decisions keep theirs (`fixed` is
+        keyed by them)."""
+        if not taken:
+            skip_decision_ids(node.body, self.decision_names)
+        self._nodes(node.body if taken else node.orelse, kinds, pending, out, flush)
+        if taken:
+            skip_decision_ids(node.orelse, self.decision_names)
 
     def _snapshot(self):
         return ([set(ns._taken) for ns in (self.names, self.region_names, self.decision_names)],
@@ -165,11 +192,13 @@ class Builder:
             iterable = None
         self._reevaluate.append(reevaluate)
         self._dynamic_depth += 1
+        self._loop_depth += 1
         try:
             body = self.block(list(node.body) + reevaluate, kinds.copy())
         finally:
             self._reevaluate.pop()
             self._dynamic_depth -= 1
+            self._loop_depth -= 1
         loop = Loop(node.kind, body, node.origin, decision, test=test, target=node.target, iter=iterable)
         self.loops.append(loop)
         out.append(loop)
@@ -215,6 +244,17 @@ class Builder:
                     for name in _target_names(t):
                         kinds.set(name, TENSOR)
                 return
+            if self._region_list(stmt, node, kinds):
+                region()
+                kinds.set(targets[0].value, TENSOR)
+                return
+            if self._region_shape_read(node, kinds):
+                region()
+                for name in _target_names(targets[0]):
+                    kinds.set(name, SCALAR)
+                    self.region_shapes.add(name)
+                    self._shape_defs[name] = stmt  # later regions read the shape again
+                return
             value = hoist(node.value, kinds, emit)
             host(node.with_changes(value=value))
             # A scalar set inside a loop or a run-time branch depends on how execution went.
@@ -255,6 +295,39 @@ class Builder:
                 region()
             return
         region()
+
+    def _region_list(self, stmt: Stmt, node: cst.Assign, kinds: Kinds) -> bool:
+        """`res = [x[0], conv(x[0])]`, `out = []`: a list or tuple of tensors that the host does not
+        need (host_lists.py), built in the region; its appends, indexing and joins go there too."""
+        if self._loop_depth or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) \
+                or stmt in self._host_lists:
+            return False
+        return _tensor_display(node.value, kinds)
+
+    def _region_shape_read(self, node: cst.Assign, kinds: Kinds) -> bool:
+        """`_, _, h, w = x.size()` of a tensor the region being built computes: read in the region, not
+        by ending it for the host to read. Where the host or a later region needs the numbers, a later
+        region reads the shape again (`_shape_defs`), or the build is redone with them in `host_shapes`."""
+        if self._loop_depth or len(node.targets) != 1:
+            return False
+        target = node.targets[0].target
+        plain = isinstance(target, cst.Name) or isinstance(target, (cst.Tuple, cst.List)) \
+            and all(isinstance(el.value, cst.Name) for el in target.elements)
+        if not plain or set(_target_names(target)) & self.host_shapes:
+            return False
+        value = node.value
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size" \
+                and all(isinstance(a.value, cst.Integer) for a in value.args):
+            base = value.func.value
+        elif isinstance(value, cst.Attribute) and value.attr.value == "shape":
+            base = value.value
+        else:
+            return False
+        return isinstance(base, cst.Name) and kinds.get(base.value) == TENSOR \
+            and all(isinstance(s.slice, cst.Index) and isinstance(s.slice.value, cst.Integer)
+                    for s in getattr(node.value, "slice", ()))
 
     def _joins_to_host(self, node, kinds: Kinds, out: list, origin: Origin):
         """`torch.stack(tokens).sum(0)`: the host joins the list (`np.stack`), the region gets one array.
@@ -306,8 +379,11 @@ class Builder:
 
     def _rematerialize(self, node, pending: list, kinds: Kinds) -> None:
         """Put the shape definitions `node` reads at the start of the region being built."""
+        candidates = [n for n in reads_writes(node)[0] if n in self._shape_defs]
+        if not candidates:  # the common case: not a pass over the whole pending region per statement
+            return
         present = {n for s in pending for n in reads_writes(s.node)[1]}
-        needed = [n for n in reads_writes(node)[0] if n in self._shape_defs and n not in present]
+        needed = [n for n in candidates if n not in present]
         for name in needed:
             definition = self._shape_defs[name]
             self._rematerialize(definition.node, pending, kinds)
@@ -334,6 +410,13 @@ class Builder:
 
 
 _MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear"}
+
+
+def _tensor_display(value, kinds: Kinds) -> bool:
+    """`[x[0], conv(x[0])]`, `[x, (a, b)]`, `[]`: a list or tuple display of tensors, nested ones too."""
+    return isinstance(value, (cst.List, cst.Tuple)) \
+        and not any(isinstance(el, cst.StarredElement) for el in value.elements) \
+        and all(_tensor_display(el.value, kinds) or analyze(el.value, kinds).vtype == TENSOR for el in value.elements)
 
 
 def _container_length(call: cst.Call, kinds: Kinds) -> bool:
