@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import sys
 
 import libcst as cst
 import torch
@@ -16,29 +17,31 @@ from torch import nn
 
 from .cfg import IfNode, Jump, Origin, Stmt
 from .checks import ExpressionChecks
+from .closures import Closure, NestedFunctions
 from .constants import ConstantTensors
 from .diagnostics import Diagnostic, Location
 from .dispatch import ModuleDispatch
 from .higher_order import HigherOrderOps
 from .inline import Inlining
 from .lists import ListBuilding
+from .mutables import MutableStatics, mutated_safely
 from .jumps import Frame, as_tuple, binop_of
 from .imports import imported_names
-from .nonnull import never_none, never_none_items
+from .nonnull import is_tensor, never_none, never_none_items
 from .loops import LoopLowering
 from .state import AttributeWrites
 from .names import Namespace
 from .returns import ReturnFact
 from .source import FunctionSource, function_source
 from .staticeval import Method, Scope, _target_names, fold, representation, value_of
-from .values import NOT_NONE, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
+from .values import IS_TENSOR, NOT_NONE, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
 
 
 class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps, AttributeWrites,
-                       ListBuilding, ConstantTensors):
+                       ListBuilding, ConstantTensors, MutableStatics, NestedFunctions):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
@@ -50,9 +53,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self.static_decisions = 0
         self._renames: dict[object, dict[str, str]] = {}
         self.globals: dict = {}
+        self._catching: list = []  # per `try` being lowered: the ImportError its body raised when converting
         self._depth = 0
         self.arms = 0  # how many arms of run-time `if`s the statement being lowered is inside
         self.state: dict = {}  # (id(module), attribute) -> what forward set it to (rewrite/state.py)
+        self._owned_containers: dict[int, tuple] = {}  # dicts/sets built when converting (rewrite/mutables.py)
+        self._owned_keep: list = []
 
     # -- entry -------------------------------------------------------------
     def lower_forward(self, given: int | None = None) -> tuple[list[str], list, Origin]:
@@ -77,7 +83,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                             "the converted package needs a fixed positional signature",
                             "list forward's inputs as named parameters")
         defining = next(k for k in cls.__mro__ if "forward" in k.__dict__)
-        inputs = {p: NOT_NONE for p in params if p in self.tensor_inputs}  # tensor inputs are never None
+        inputs = {p: IS_TENSOR for p in params if p in self.tensor_inputs}  # tensor inputs are never None
         scope = Scope({"self": self_ref, **inputs, **defaults}, func.__globals__, {p: p for p in params}, self_ref,
                       defining, self.state)
         frame = Frame(src, scope, "forward", None)
@@ -126,6 +132,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         return handler(stmt, frame, out)
 
     def visit_If(self, node: cst.If, frame: Frame, out: list) -> bool:
+        node = self._hoist_named(node, frame, out)
         hoisted: list = []
         test = self.expression(node.test, frame, hoisted, node)
         out.extend(hoisted)
@@ -152,6 +159,22 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         scope.env = self.merge(flows, frame, node) if flows else dict(before)
         out.append(IfNode(test, body, orelse, self.origin(frame, node.test)))
         return not flows
+
+    def _hoist_named(self, node: cst.If, frame: Frame, out: list) -> cst.If:
+        """`if (n := k - x.shape[-1]) > 0:` as `n = k - x.shape[-1]` then `if n > 0:`, when the assignment
+        expression always runs and runs first (the leftmost operand of the test, outside `and`/`or` and
+        conditional expressions): the test is then decided on a host value like any other."""
+        named = _leading_named(node.test)
+        if named is None or not isinstance(named.target, cst.Name):
+            return node
+        assign = cst.Assign([cst.AssignTarget(named.target)], named.value)
+        frame.src.alias(assign, named)
+        self.small(assign, frame, out, node)
+        test = node.test.visit(_Replace({named: named.target}))
+        new = node.with_changes(test=test)
+        frame.src.alias(new, node)
+        frame.src.alias(test, node.test)
+        return new
 
     def _truth(self, test, frame: Frame):
         """True/False for a test decided at conversion time, None otherwise."""
@@ -196,6 +219,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             if all(v is not None and v == values[0] for v in values):
                 merged[key] = values[0]
                 continue
+            if all(isinstance(v, NotNone) for v in values):  # a tensor on one path, never None on the other
+                merged[key] = NOT_NONE
+                continue
             for (env, sink), value in zip(flows, values):
                 if value is None or isinstance(value, NotNone):  # a run-time value there: nothing to write
                     continue
@@ -230,10 +256,55 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         return terminated
 
     def visit_Try(self, node, frame, out) -> bool:
+        """`try: ... finally: ...` without handlers runs its body, then its cleanup, on every path that
+        returns normally (an exception ends the package's call either way). A jump out of the body would
+        have to run the cleanup first: reported, as is a `try` with `except` handlers."""
+        if not node.handlers and node.orelse is None and node.finalbody is not None \
+                and not _leaves_try(node.body):
+            lowered, terminated = self.block(node.body.body, frame)
+            out.extend(lowered)
+            if terminated:
+                return True
+            lowered, terminated = self.block(node.finalbody.body.body, frame)
+            out.extend(lowered)
+            return terminated
+        if node.handlers and node.orelse is None and node.finalbody is None:
+            handled = self._try_except(node, frame, out)
+            if handled is not None:
+                return handled
         self._error("try-block", frame.src, node, "`try` around tensor code",
                     "exceptions raised inside compiled regions cannot be caught by the host",
                     "remove the try/except or handle the error outside the model")
         return False
+
+    def _try_except(self, node: cst.Try, frame: Frame, out: list) -> bool | None:
+        """`try`/`except` whose body runs entirely when converting (`try: import torch; return
+        torch.jit.is_tracing()`) and so cannot raise at run time: the body, or, when an import in it fails
+        now, the first handler that catches the ImportError. None when the body leaves code for run time."""
+        errors = len(self.diagnostics)
+        self._catching.append(None)
+        try:
+            lowered, terminated = self.block(node.body.body, frame)
+        finally:
+            caught = self._catching.pop()
+        if len(self.diagnostics) != errors or not _conversion_only(lowered):
+            return None
+        if caught is None:
+            out.extend(lowered)
+            return terminated
+        for handler in node.handlers:
+            if handler.name is not None:
+                continue  # `except ImportError as e:` would bind the exception object
+            try:
+                kinds = value_of(handler.type, frame.scope).value if handler.type is not None else BaseException
+            except Exception:
+                return None
+            if isinstance(caught, kinds if isinstance(kinds, (type, tuple)) else ()):
+                out.extend(lowered)
+                lowered, terminated = self.block(handler.body.body, frame)
+                out.extend(lowered)
+                return terminated
+        return None
 
     def _nested_def(self, node, frame, out) -> bool:
         self._error("nested-def", frame.src, node, "definition inside forward",
@@ -241,7 +312,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                     "define it as a method of the model class; dycl inlines methods")
         return False
 
-    visit_FunctionDef = visit_ClassDef = _nested_def
+    visit_ClassDef = _nested_def
 
     # -- small statements ------------------------------------------------------
     def small(self, node, frame: Frame, out: list, line) -> bool:
@@ -286,8 +357,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                         "pass the value as an input or store it on the model as a constant")
             return False
         if isinstance(node, (cst.Import, cst.ImportFrom)):
-            self._import(node, frame)
-            return False
+            return self._import(node, frame)
         if isinstance(node, cst.Del):
             return False
         if isinstance(node, cst.Expr):
@@ -300,7 +370,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             check = self._assert_call(node.value, frame)
             if check is not None:
                 return self._assert(check, frame, out, line)
-            if self._list_append(node, frame, out, line):
+            if self._list_append(node, frame, out, line) or self._mutate_owned(node, frame, out, line) \
+                    or self._mutate_pack(node, frame, out, line):
                 return False
             inlined = self._try_inline(node.value, frame, out, line, result=None)
             if inlined is not None:
@@ -312,8 +383,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 out.append(Stmt(node.with_changes(value=value), origin))
             return False
         if isinstance(node, cst.Assign):
+            if self._split_parallel(node, frame, out, line):
+                return False
             if self._attribute_write(node, frame, out, line) or self._list_assignment(node, frame, out, line) \
-                    or self._dtype_local(node, frame, out, line):
+                    or self._dtype_local(node, frame, out, line) or self._mutate_owned(node, frame, out, line) \
+                    or self._mutate_pack(node, frame, out, line) \
+                    or self._bind_mutable(node, frame):
                 return False
             for t in node.targets:
                 if self._writes_self(t.target, frame):
@@ -330,11 +405,17 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                         return False
                 returned = self._try_inline(node.value, frame, out, line, result=self._local(target, frame))
                 if returned is not None:
-                    if returned.value is not None and not frame.variant(target):
+                    if _container(returned.value) and not frame.variant(target) \
+                            and mutated_safely(frame.src.node, target):
+                        returned.drop()  # a dict or set the helper built from the configuration (mutables.py)
+                        self._own(target, returned.value.value, frame)
+                    elif returned.value is not None and not _container(returned.value) and not frame.variant(target):
                         returned.drop()
                         self.bind(node.targets[0].target, returned.value, frame, line)
                     else:
                         self._set_dynamic(target, frame)
+                        if returned.known and len(returned.known) == 1 and returned.known[0] is not None:
+                            frame.scope.env[target] = returned.known[0]  # `m = helper(x)` returning a tensor
                     return False
             if self._inline_unpacked(node, frame, out, line):
                 return False
@@ -355,10 +436,11 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                     self.bind(t.target, static if isinstance(t.target, cst.Name) else as_tuple(static), frame, line)
                 return False
             targets = [t.with_changes(target=self._store_target(t.target, frame)) for t in node.targets]
+            tensor = is_tensor(node.value, frame.scope)  # read before the targets are rebound
             for n in names:
                 self._set_dynamic(n, frame)
             for t in node.targets:
-                self._mark_not_none(t.target, value, frame)
+                self._mark_not_none(t.target, value, frame, tensor)
             out.append(Stmt(node.with_changes(targets=targets, value=value), origin))
             return False
         if isinstance(node, cst.AnnAssign):
@@ -403,18 +485,46 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                     "this statement kind is not supported in forward", "rewrite it as assignments")
         return False
 
-    def _import(self, node, frame: Frame) -> None:
-        """An import inside forward runs once, when converting: the names it binds are static."""
+    def _split_parallel(self, node: cst.Assign, frame: Frame, out: list, line) -> bool:
+        """`batch, dtype, device = x.shape[0], x.dtype, x.device` as one assignment per name (so that a dtype
+        is read where it is used, and static parts fold), when no element reads a name an earlier one
+        assigns: Python evaluates the whole right side first. True when split."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
+                or not isinstance(node.value, (cst.Tuple, cst.List)):
+            return False
+        targets, values = node.targets[0].target.elements, node.value.elements
+        if len(targets) != len(values) or any(isinstance(e, cst.StarredElement) for e in (*targets, *values)) \
+                or not all(isinstance(t.value, cst.Name) for t in targets):
+            return False
+        names = [t.value.value for t in targets]
+        if len(set(names)) != len(names):
+            return False
+        for k, value in enumerate(values):
+            if {n.value for n in find(value.value, cst.Name)} & set(names[:k]):
+                return False
+        for target, value in zip(targets, values):
+            single = cst.Assign([cst.AssignTarget(target.value)], value.value)
+            frame.src.alias(single, node)
+            self.small(single, frame, out, line)
+        return True
+
+    def _import(self, node, frame: Frame) -> bool:
+        """An import inside forward runs once, when converting: the names it binds are static. One that
+        fails inside a `try` ends its body (True); see _try_except."""
         try:
             bindings = imported_names(node, frame.scope.globals)
         except ImportError as exc:
+            if self._catching:
+                self._catching[-1] = exc
+                return True
             self._error("import-in-forward", frame.src, node, "import inside forward that fails when converting",
                         f"imports run at conversion time only, and this one raised: {exc}",
                         "install the module, or move the import to the top of the module")
-            return
+            return False
         for name, value in bindings.items():
             frame.scope.env[name] = Static(value)
             frame.scope.poisoned.discard(name)
+        return False
 
     def _return_fact(self, written, value, frame: Frame, stmt: Stmt) -> ReturnFact:
         """What conversion knows of a returned value: as written (a model path resolves in the callee's
@@ -423,13 +533,19 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return ReturnFact(stmt, Static(None), None)
 
         def known(a, b):
-            return self._static(a, frame) or self._static(b, frame)
+            return self._static(a, frame) or self._static(b, frame) or self._container(a, frame)
+
+        def fact(node):  # a run-time name known never to be None, or to be a tensor
+            held = frame.scope.env.get(node.value) if isinstance(node, cst.Name) else None
+            return held if isinstance(held, NotNone) else None
 
         elements = None
+        facts = [fact(written) or (fact(value) if isinstance(written, cst.Call) else None)]  # an inlined call's result
         if isinstance(written, cst.Tuple) and isinstance(value, cst.Tuple) and len(written.elements) == len(value.elements) \
-                and not any(isinstance(el, cst.StarredElement) for el in written.elements + value.elements):
+                and not any(isinstance(el, cst.StarredElement) for el in (*written.elements, *value.elements)):
             elements = [known(a.value, b.value) for a, b in zip(written.elements, value.elements)]
-        return ReturnFact(stmt, known(written, value), elements)
+            facts = [fact(el.value) for el in written.elements]
+        return ReturnFact(stmt, known(written, value), elements, facts)
 
     # -- checks ------------------------------------------------------------------
     def _assert(self, node: cst.Assert, frame: Frame, out: list, line) -> bool:
@@ -501,8 +617,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         frame.scope.poisoned.discard(name)
         frame.scope.rename.setdefault(name, name)
 
-    def _mark_not_none(self, target, value, frame: Frame) -> None:
-        """`a, b = x[:, :1], x[:, 1:]`, `b = w.float()`, `c, d = x.chunk(2)`: never None (rewrite/nonnull.py)."""
+    def _mark_not_none(self, target, value, frame: Frame, tensor: bool = False) -> None:
+        """`a, b = x[:, :1], x[:, 1:]`, `b = w.float()`, `c, d = x.chunk(2)`: never None (rewrite/nonnull.py);
+        `m = m.to(torch.bool)` of a tensor (`tensor`, read on the expression as written): a tensor."""
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
                 and len(target.elements) == len(value.elements):
             for t, v in zip(target.elements, value.elements):
@@ -511,8 +628,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             for t in target.elements:
                 if isinstance(t.value, cst.Name) and not frame.variant(t.value.value):
                     frame.scope.env[t.value.value] = NOT_NONE
-        elif isinstance(target, cst.Name) and never_none(value, frame.scope) and not frame.variant(target.value):
-            frame.scope.env[target.value] = NOT_NONE
+        elif isinstance(target, cst.Name) and (tensor or never_none(value, frame.scope)) \
+                and not frame.variant(target.value):
+            frame.scope.env[target.value] = IS_TENSOR if tensor else NOT_NONE
 
     def _store_target(self, target, frame):
         """An assignment target as the region writes it: names renamed (never folded to the value they
@@ -554,16 +672,32 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return None  # mutable: `tokens = []` (or `res, feats = [], []`) collects values at run time
         if isinstance(value, Static) and not is_literal(value.value):
             # ranges, and functions or classes picked by configuration (`fn = interface.get(name, default)`)
-            keep = isinstance(value.value, (range, type)) or inspect.isroutine(value.value)
+            keep = isinstance(value.value, (range, type, Closure)) or inspect.isroutine(value.value) \
+                or _opaque(value.value) or _configuration(value.value)
             return value if keep else None
         return value if isinstance(value, (Static, ModRef)) else None
 
     def expression(self, expr, frame: Frame, out: list, line) -> cst.BaseExpression:
         """Fold `expr`; inline calls to model methods inside it into `out` first."""
         self._check_expression(expr, frame)
+        self._check_poisoned(expr, frame)
         expr = self._inline_nested(expr, frame, out, line)
         self._check_module_indexing(expr, frame)
         return fold(expr, frame.scope)
+
+    def _check_poisoned(self, expr, frame: Frame) -> None:
+        """A read of a name that held different functions, modules or objects on paths that met (merge):
+        no run-time value stands for it, so the code reading it cannot be compiled."""
+        if not frame.scope.poisoned:
+            return
+        skip = {id(a.attr) for a in find(expr, cst.Attribute)} | {id(a.keyword) for a in find(expr, cst.Arg) if a.keyword}
+        for name in find(expr, cst.Name):
+            if id(name) not in skip and name.value in frame.scope.poisoned:
+                self._error("static-merge", frame.src, name, f"`{name.value}` holds a different function, module or "
+                            "object on each path of a run-time decision before this",
+                            "such values exist only when converting, so which one this code uses would have to "
+                            "be decided at run time",
+                            "make the decision static (pass the arguments that fix it), or give each path its own call")
 
     def _check_module_indexing(self, expr, frame: Frame) -> None:
         """`self.experts[k]` with a run-time `k` cannot be compiled: report it."""
@@ -582,6 +716,70 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                             "select the module with if/elif on the value (`if k == 0: y = self.experts[0](x)`)")
             except Exception:
                 continue
+
+
+def _leading_named(test: cst.BaseExpression):
+    """The assignment expression evaluated first in `test` (`(n := e) > 0`, `not (n := e)`), or None."""
+    node = test
+    while True:
+        if isinstance(node, cst.NamedExpr):
+            return node
+        if isinstance(node, cst.Comparison):
+            node = node.left
+        elif isinstance(node, cst.UnaryOperation):
+            node = node.expression
+        elif isinstance(node, cst.BooleanOperation):
+            node = node.left
+        else:
+            return None
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, table: dict):
+        super().__init__()
+        self.table = table
+
+    def on_leave(self, original, updated):
+        return self.table.get(original, updated)
+
+
+def _conversion_only(lowered: list) -> bool:
+    """Whether lowered code does nothing at run time but jump and set constants (an inlined function's
+    `return False`)."""
+    for node in lowered:
+        stmts = node.before if isinstance(node, Jump) else [node] if isinstance(node, Stmt) else None
+        if stmts is None or not all(isinstance(s, Stmt) and isinstance(s.node, cst.Assign)
+                                    and _constant_result(s.node.value) for s in stmts):
+            return False
+    return True
+
+
+def _leaves_try(body) -> bool:
+    """Whether a `try` body jumps out of itself: a `return`, or a `break`/`continue` of a loop around it."""
+    if find(body, cst.Return, stop=(cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        return True
+    return bool(find(body, (cst.Break, cst.Continue), stop=(cst.For, cst.While, cst.FunctionDef, cst.ClassDef)))
+
+
+def _opaque(value) -> bool:
+    """An immutable object of the standard library that a conversion-time call returned and a later one
+    takes back (`token = var.set(x)` ... `var.reset(token)`): bound as it is; it has no source form, so
+    run-time code that reads it is refused."""
+    module = (getattr(type(value), "__module__", "") or "").split(".")[0]
+    return module in sys.stdlib_module_names and module != "builtins" and not hasattr(value, "__dict__") \
+        and not isinstance(value, (list, dict, set, bytearray))
+
+
+def _configuration(value) -> bool:
+    """A library's configuration object (`config=self.config` passed on to `create_causal_mask`): bound as
+    it is, so that what the callee reads of it folds. It has no source form: run-time code that reads the
+    object itself is refused."""
+    return hasattr(value, "to_dict") and hasattr(type(value), "__dict__") and not callable(value) \
+        and not isinstance(value, (torch.Tensor, nn.Module, list, dict, set))
+
+
+def _container(value) -> bool:
+    return isinstance(value, Static) and isinstance(value.value, (dict, set))
 
 
 def _mutable(value) -> bool:
