@@ -48,6 +48,7 @@ class Closure:
         names.update(rename)
         scope = Scope(env, outer.globals, names, outer.self_ref, outer.cls, state)
         scope.poisoned = set(outer.poisoned) - own
+        scope.conflicts = set(outer.conflicts) - own
         return scope
 
 

@@ -233,6 +233,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                                 "append the same items on every path, or keep run-time values in a list of their own")
                 if rep is None or isinstance(value, ModRef):
                     frame.scope.poisoned.add(key)
+                    frame.scope.conflicts.add(key)
                     break
                 name = frame.scope.local(key)
                 frame.scope.rename.setdefault(key, name)
@@ -615,6 +616,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
     def _set_dynamic(self, name: str, frame: Frame) -> None:
         frame.scope.env.pop(name, None)
         frame.scope.poisoned.discard(name)
+        frame.scope.conflicts.discard(name)
         frame.scope.rename.setdefault(name, name)
 
     def _mark_not_none(self, target, value, frame: Frame, tensor: bool = False) -> None:
@@ -688,11 +690,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
     def _check_poisoned(self, expr, frame: Frame) -> None:
         """A read of a name that held different functions, modules or objects on paths that met (merge):
         no run-time value stands for it, so the code reading it cannot be compiled."""
-        if not frame.scope.poisoned:
+        conflicts = frame.scope.conflicts & frame.scope.poisoned  # not rebound since
+        if not conflicts:
             return
         skip = {id(a.attr) for a in find(expr, cst.Attribute)} | {id(a.keyword) for a in find(expr, cst.Arg) if a.keyword}
         for name in find(expr, cst.Name):
-            if id(name) not in skip and name.value in frame.scope.poisoned:
+            if id(name) not in skip and name.value in conflicts:
                 self._error("static-merge", frame.src, name, f"`{name.value}` holds a different function, module or "
                             "object on each path of a run-time decision before this",
                             "such values exist only when converting, so which one this code uses would have to "

@@ -36,7 +36,7 @@ class Method:
 class Scope:
     """What a name means inside one (possibly inlined) function."""
 
-    __slots__ = ("env", "globals", "rename", "self_ref", "cls", "poisoned", "state")
+    __slots__ = ("env", "globals", "rename", "self_ref", "cls", "poisoned", "state", "conflicts")
 
     def __init__(self, env: dict, globals_: dict, rename: dict, self_ref: ModRef | None, cls: type | None,
                  state: dict | None = None):
@@ -44,6 +44,7 @@ class Scope:
         self.state = state if state is not None else {}  # model attributes forward set, shared by all scopes
         self.self_ref, self.cls = self_ref, cls
         self.poisoned: set[str] = set()
+        self.conflicts: set[str] = set()  # poisoned because paths that met held different objects (merge)
 
     def local(self, name: str) -> str:
         return self.rename.get(name, name)
