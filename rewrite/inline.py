@@ -279,7 +279,7 @@ class Inlining:
         elements = returned.elements if returned.elements and len(returned.elements) == len(names) else []
         known = [k for k, e in enumerate(elements) if e is not None and not frame.variant(names[k])]
         dynamic = [k for k in range(len(names)) if k not in known]
-        if not known:
+        if not known and not elements:
             assign = cst.Assign([cst.AssignTarget(target)], cst.Name(result))
             frame.src.alias(assign, node)
             self.small(assign, frame, out, line)

@@ -89,3 +89,10 @@ def test_tensor_type_tests_fold_on_known_tensors():
 def test_containers_stay_static_only_while_every_mutation_is_a_statement(body, safe):
     func = cst.parse_module("def f():\n" + "".join(f"    {line}\n" for line in body.splitlines())).body[0]
     assert mutated_safely(func, "d") is safe
+
+
+def test_flag_set_in_the_arms_of_a_rank_test_folds(converted):
+    result = converted(os.path.join(MODELS, "c_shape_flag_in_loop.py"), check=20)
+    assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4
+    # the rank test is fixed by the signature, `if early_exit:` folds after it: only the break stays
+    assert [d.dclass for d in result.program.decisions] == ["value"]
