@@ -10,7 +10,7 @@ import re
 
 import libcst as cst
 
-from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt, host_nodes
+from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
 from .names import Namespace
 from .staticeval import _bound_names, _target_names

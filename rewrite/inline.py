@@ -23,7 +23,7 @@ from .returns import Returned, returns_constant
 from .source import FunctionSource, function_source, unwrap_transparent
 from .staticeval import Method, Scope, value_of
 from .walk import find
-from .values import NOT_NONE, Alias, IsTensor, ModRef, NotNone, Pack, Static, TensorConst, Unknown
+from .values import Alias, IsTensor, ModRef, NotNone, Pack, Static, TensorConst, Unknown
 
 __all__ = ["Inlining", "forward_of"]
 
