@@ -96,3 +96,10 @@ def test_flag_set_in_the_arms_of_a_rank_test_folds(converted):
     assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4
     # the rank test is fixed by the signature, `if early_exit:` folds after it: only the break stays
     assert [d.dclass for d in result.program.decisions] == ["value"]
+
+
+def test_container_changed_in_a_run_time_arm_is_reported():
+    spec = load_model_file(os.path.join(MODELS, "bad_static_container.py"))
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    assert [d.kind for d in info.value.diagnostics] == ["static-container"]
