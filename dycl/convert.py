@@ -377,6 +377,26 @@ def _type_test(test) -> bool:
         and not find(test, cst.Attribute)
 
 
+def _rank_test(test) -> bool:
+    """A test that reads ranks and no sizes (`len(mask.shape) == 4`, `mask.ndim == 2`, `x.dim() > 3`): no dim
+    that varies changes it."""
+    import libcst as cst
+
+    from rewrite.walk import find
+
+    ranks = set()
+    for call in find(test, cst.Call):
+        if isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1 \
+                and isinstance(call.args[0].value, cst.Attribute) and call.args[0].value.attr.value == "shape":
+            ranks.add(id(call.args[0].value))
+        elif isinstance(call.func, cst.Attribute) and call.func.attr.value == "dim" and not call.args:
+            ranks.add(id(call.func))
+        else:
+            return False
+    attrs = find(test, cst.Attribute)
+    return bool(attrs) and all(id(a) in ranks or a.attr.value == "ndim" for a in attrs)
+
+
 def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
     """Shape-determined decisions that went one way on every run, when no input dim is dynamic and no
     region saw a dim vary (a tensor a loop grows: a NaN input may run the loop longer than any sample),
@@ -385,7 +405,8 @@ def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
                  for dims in record.dims())
     fixed = {}
     for d in st.program.decisions:
-        if (st.spec.dynamic or varied) and not _dtype_test(d.test) and not _type_test(d.test):
+        if (st.spec.dynamic or varied) and not _dtype_test(d.test) and not _type_test(d.test) \
+                and not _rank_test(d.test):
             continue
         arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
         if d.dclass == "shape" and len(arms) == 1:
@@ -395,10 +416,10 @@ def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
 
 def _shapes_of_shapes(st: ConversionResult, fixed: dict[str, bool]) -> dict[str, bool]:
     """Of `fixed`, the decisions whose shapes follow from the (static) input shapes: not `sel.shape[0] > 2`
-    of `sel = h[mask]`, which other input values change however the samples went. Tests of dtypes and
-    of Python types (`isinstance(x, list)`) read no shape: what shapes the names have does not matter."""
+    of `sel = h[mask]`, which other input values change however the samples went. Tests of dtypes, of ranks
+    and of Python types (`isinstance(x, list)`) read no shape that values change."""
     tests = {d.decision: d.test for d in st.program.decisions
-             if d.decision in fixed and not _dtype_test(d.test) and not _type_test(d.test)}
+             if d.decision in fixed and not _dtype_test(d.test) and not _type_test(d.test) and not _rank_test(d.test)}
     while tests:  # each decision kept unfolded brings its other arm back, which may make more names value-shaped
         value_shaped = value_shaped_names(st.program, st.exploration, st.regions_module, st.spec.model, fixed)
         kept = {k for k, test in tests.items() if names_in(test) & value_shaped}

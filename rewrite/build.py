@@ -37,7 +37,8 @@ class Builder:
         self.decisions: list[If] = []
         self.loops: list[Loop] = []
         self._reevaluate: list[list[Stmt]] = []  # per enclosing while: its test's region part
-        self._dynamic_depth = 0  # > 0 inside a loop body or an arm of a run-time decision
+        self._dynamic_depth = 0  # > 0 inside a loop body or an arm of a value decision
+        self._value_arms = 0  # > 0 inside an arm of a value decision
         self._loop_depth = 0  # > 0 inside a host loop's body
         self._host_lists = HostLists(set(), set())  # lists the host needs as lists (host_lists.py)
         self._known: dict[str, cst.BaseExpression] = {}  # `if k == 2:` arm: k is 2 in region code
@@ -101,8 +102,16 @@ class Builder:
         value = bool(emitted) or info.value or info.vtype == TENSOR
         flush()
         test = to_host(test, kinds)
+        taken = _literal_test(test, out)
+        if taken is not None:  # `if early_exit:` just after `(early_exit, m) = (False, m)` in this block
+            out.extend(self.block(node.body if taken else node.orelse, kinds))
+            return
         body_kinds, else_kinds = kinds.copy(), kinds.copy()
-        self._dynamic_depth += 1
+        # What an arm of a shape decision assigns (`early_exit = True` when `len(m.shape) == 4`) follows from
+        # shapes too: only the arms of a value decision make values derived from run-time data.
+        arms_depth = 1 if value or node.kind == "guard" else 0
+        self._dynamic_depth += arms_depth
+        self._value_arms += arms_depth
         known = dict(self._known)
         facts = _equality_facts(test, kinds)
         defs = dict(self._shape_defs)
@@ -113,7 +122,8 @@ class Builder:
             self._known, self._shape_defs = dict(known), dict(defs)
             orelse = self.block(node.orelse, else_kinds)
         finally:
-            self._dynamic_depth -= 1
+            self._dynamic_depth -= arms_depth
+            self._value_arms -= arms_depth
             self._known = known
         # Still valid after the if: valid before and untouched by either arm.
         self._shape_defs = {n: d for n, d in defs.items()
@@ -257,8 +267,9 @@ class Builder:
                 return
             value = hoist(node.value, kinds, emit)
             host(node.with_changes(value=value))
-            # A scalar set inside a loop or a run-time branch depends on how execution went.
-            derived = info.value or self._dynamic_depth > 0
+            # A scalar set inside a loop or an arm of a value decision depends on how execution went; a
+            # constant set in a loop (`early_exit = True` in an arm of a shape decision) only on shapes.
+            derived = info.value or self._value_arms > 0 or self._dynamic_depth > 0 and not _constants(node.value)
             if not derived and not info.needs_hoist and info.vtype == SCALAR and len(targets) == 1:
                 target = targets[0]  # `n = x.shape[0]`, and `b, n, d = x.shape` too
                 plain = isinstance(target, cst.Name) or isinstance(target, (cst.Tuple, cst.List)) \
@@ -268,6 +279,11 @@ class Builder:
             for t in targets:
                 if isinstance(t, cst.Name):
                     kinds.set(t.value, info.vtype, derived)
+                elif _parallel(t, node.value):  # `(done, mask) = (True, m)`: each name as its element is
+                    for el, part in zip(t.elements, node.value.elements):
+                        part_info = analyze(part.value, kinds)
+                        kinds.set(el.value.value, part_info.vtype, part_info.value or self._value_arms > 0
+                                  or self._dynamic_depth > 0 and not _constants(part.value))
                 else:
                     for name in _target_names(t):
                         kinds.set(name, TENSOR if info.vtype == CONTAINER else SCALAR, derived)
@@ -609,3 +625,69 @@ def reads_writes(node: cst.BaseSmallStatement) -> tuple[list[str], list[str]]:
     else:
         reads.extend(_reads(node))
     return reads, writes
+
+
+def _parallel(target, value) -> bool:
+    """`(a, b) = (x, y)`: names on the left, as many plain elements on the right."""
+    return isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+        and len(target.elements) == len(value.elements) \
+        and all(isinstance(el, cst.Element) and isinstance(el.value, cst.Name) for el in target.elements) \
+        and not any(isinstance(el, cst.StarredElement) for el in value.elements)
+
+
+def _constants(value) -> bool:
+    """A literal, or a tuple of them: its value is fixed whatever ran before."""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(isinstance(el, cst.Element) and _constants(el.value) for el in value.elements)
+    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)) or \
+        isinstance(value, cst.Name) and value.value in ("True", "False", "None")
+
+
+_MISSING = object()
+
+
+def _literal_test(test, out: list):
+    """True/False when `test` (`flag` or `not flag`) reads a literal the current block assigned last, with
+    nothing after it that may assign the name again (a decision a folded one left behind); else None."""
+    negate = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    name = test.expression if negate else test
+    if not isinstance(name, cst.Name):
+        return None
+    value = _last_literal(name.value, out)
+    if value is _MISSING:
+        return None
+    return (not value) if negate else bool(value)
+
+
+def _last_literal(name: str, out: list):
+    for node in reversed(out):
+        if isinstance(node, HostStmt) and isinstance(node.node, cst.Assign):
+            for t in node.node.targets:
+                target = t.target
+                if isinstance(target, cst.Name) and target.value == name:
+                    return _literal_of(node.node.value)
+                if _parallel(target, node.node.value):
+                    for el, part in zip(target.elements, node.node.value.elements):
+                        if el.value.value == name:
+                            return _literal_of(part.value)
+                if name in _target_names(target):
+                    return _MISSING
+            continue
+        if isinstance(node, HostStmt) and isinstance(node.node, cst.Expr):
+            continue
+        if isinstance(node, RegionCall):
+            if any(name in _target_names(t.target) for s in node.region.stmts if isinstance(s.node, cst.Assign)
+                   for t in s.node.targets) or any(isinstance(s.node, (cst.AugAssign, cst.AnnAssign))
+                                                   for s in node.region.stmts):
+                return _MISSING
+            continue
+        return _MISSING  # an if or loop (which may assign it), anything else: not followed
+    return _MISSING
+
+
+def _literal_of(value):
+    if not _constants(value) or isinstance(value, (cst.Tuple, cst.List)):
+        return _MISSING
+    if isinstance(value, cst.Name):
+        return {"True": True, "False": False, "None": None}[value.value]
+    return value.evaluated_value

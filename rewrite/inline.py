@@ -12,16 +12,18 @@ import sys
 import types
 
 import libcst as cst
+import torch
 from torch import nn
 
 from .cfg import Stmt, code
-from .nonnull import never_none
+from .closures import Closure
+from .nonnull import is_tensor, never_none
 from .jumps import Frame, as_tuple, assigned_names, jump_in_loop, splice_returns
 from .returns import Returned, returns_constant
 from .source import FunctionSource, function_source, unwrap_transparent
 from .staticeval import Method, Scope, value_of
 from .walk import find
-from .values import NOT_NONE, Alias, ModRef, NotNone, Pack, Static, TensorConst, Unknown
+from .values import Alias, IsTensor, ModRef, NotNone, Pack, Static, TensorConst, Unknown
 
 __all__ = ["Inlining", "forward_of"]
 
@@ -37,10 +39,11 @@ def _user_code(obj) -> bool:
 
 def _has_branches(func) -> bool:
     """Whether `func` (or a function it wraps) has control flow the host may have to run: branches,
-    loops, or a call of a module picked from a container (`self.experts[k](x)`)."""
+    loops, `try`, a nested function (a closure it returns is inlined where called: rewrite/closures.py),
+    or a call of a module picked from a container (`self.experts[k](x)`)."""
     while func is not None:
         src = function_source(func)
-        if src is not None and (find(src.node.body, (cst.If, cst.While, cst.IfExp, cst.For))
+        if src is not None and (find(src.node.body, (cst.If, cst.While, cst.IfExp, cst.For, cst.Try, cst.FunctionDef))
                                 or any(isinstance(c.func, cst.Subscript) for c in find(src.node.body, cst.Call))):
             return True
         func = getattr(func, "__wrapped__", None)
@@ -73,9 +76,10 @@ def _needs_inlining(module: nn.Module) -> bool:
 
 def _global_name(func: cst.BaseExpression, scope, value) -> bool:
     """Whether region code can call `value` by the name `func` (a module-level name of its own); a function
-    picked at conversion time into a local (`impl = table.get(...)`) is inlined instead."""
+    picked at conversion time into a local (`impl = table.get(...)`), or held by a decorator's closure
+    (`func(*args, **kwargs)` in a wrapper), is inlined instead."""
     return isinstance(func, cst.Name) and func.value not in scope.env and func.value not in scope.rename \
-        and scope.globals.get(func.value) is value
+        and scope.globals.get(func.value) is value and getattr(value, "__globals__", {}).get(func.value) is value
 
 
 def _is_wrapper(func) -> bool:
@@ -90,6 +94,62 @@ def _defining_class(cls: type, func) -> type:
         if any(v is func or inspect.unwrap(v) is func for v in vars(klass).values() if callable(v)):
             return klass
     return cls
+
+
+def _probe_alias(expr: cst.BaseExpression, scope) -> Alias | None:
+    """The Alias a name holds when it reads a run-time tensor's dtype or device (rewrite/state.py)."""
+    try:
+        value = value_of(expr, scope)
+    except Exception:
+        return None
+    return value if isinstance(value, Alias) and value.attr is not None else None
+
+
+def _short_circuited(expr: cst.BaseExpression, scope) -> set[int]:
+    """ids of the nodes in `expr` that never run: the right of `and`/`or` after a left side known when
+    converting that decides it, the arm of a conditional expression with a known test that is not taken."""
+    dead: set[int] = set()
+
+    def known(node):
+        try:
+            value = value_of(node, scope)
+        except Exception:
+            return None
+        return (bool(value.value),) if isinstance(value, Static) and not isinstance(value.value, torch.Tensor) else None
+
+    for node in find(expr, (cst.BooleanOperation, cst.IfExp)):
+        if id(node) in dead:
+            continue
+        if isinstance(node, cst.BooleanOperation):
+            left = known(node.left)
+            skipped = [node.right] if left is not None and left[0] != isinstance(node.operator, cst.And) else []
+        else:
+            test = known(node.test)
+            skipped = [] if test is None else [node.orelse if test[0] else node.body]
+        for part in skipped:
+            dead.update(id(n) for n in find(part, cst.CSTNode))
+    return dead
+
+
+def _free_names(node: cst.FunctionDef) -> set[str]:
+    """Names a function reads that it does not bind: globals, builtins, closure variables."""
+    local = {p.name.value for p in find(node.params, cst.Param)} | set(assigned_names(node.body))
+    skip = {id(a.attr) for a in find(node, cst.Attribute)} | {id(a.keyword) for a in find(node, cst.Arg) if a.keyword}
+    return {n.value for n in find(node, cst.Name) if id(n) not in skip and n.value not in local}
+
+
+def _folds(call: cst.Call, scope) -> bool:
+    """Whether `call` of a library object's method is evaluated when converting as it stands (every
+    argument is a plain value then: `_active_collector.set(collected)`), rather than inlined. Decided
+    without calling it: folding calls it, once, as the model would."""
+    for arg in call.args:
+        try:
+            value = value_of(arg.value, scope)
+        except Exception:
+            return False
+        if not isinstance(value, Static) or isinstance(value.value, (torch.Tensor, nn.Module)):
+            return False
+    return True
 
 
 def _closure_globals(func) -> dict:
@@ -112,6 +172,8 @@ class Inlining:
 
     def _inline_nested(self, expr, frame, out, line):
         calls = find(expr, cst.Call, stop=(cst.Lambda, cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp))
+        dead = _short_circuited(expr, frame.scope)  # `False and f(x)`: f never runs, so it is not inlined
+        calls = [c for c in calls if id(c) not in dead]
         replacements = {}
         for call in reversed(calls):  # innermost first
             target = self._inline_target(call, frame)
@@ -124,6 +186,8 @@ class Inlining:
             if returned is not None and returned.value is not None:
                 returned.drop()
                 frame.scope.env[result] = returned.value
+            elif returned is not None and returned.known and len(returned.known) == 1 and returned.known[0] is not None:
+                frame.scope.env[result] = returned.known[0]  # `return func(*args, **kwargs)` of a tensor
             replacements[call] = cst.Name(result)
         if not replacements:
             return expr
@@ -157,6 +221,8 @@ class Inlining:
             return None
         except Exception:
             return None
+        if isinstance(fv, Static) and isinstance(fv.value, Closure):
+            return fv.value, None, None
         if isinstance(fv, Method) and _user_code(fv.func) and fv.func.__name__ != "forward":
             klass = _defining_class(type(fv.owner.obj), fv.func)
             return fv.func, fv.owner, klass
@@ -169,6 +235,12 @@ class Inlining:
             if forward is not None and _user_code(forward) and (_needs_inlining(fv.obj) or returns_constant(forward)):
                 return forward, fv, klass
             return None
+        if isinstance(fv, Static) and isinstance(fv.value, types.MethodType) and _user_code(fv.value.__func__) \
+                and not isinstance(fv.value.__self__, (nn.Module, torch.Tensor, type)) \
+                and function_source(fv.value.__func__) is not None and not _folds(call, scope):
+            # a method of a library object (`_CAN_RECORD_REGISTRY.get(self)`): its `self` is that object
+            receiver = fv.value.__self__
+            return fv.value.__func__, None, _defining_class(type(receiver), fv.value.__func__), Static(receiver)
         if isinstance(fv, Static) and inspect.isfunction(fv.value) and _user_code(fv.value) \
                 and (_has_branches(fv.value) or not _global_name(call.func, scope, fv.value)):
             return fv.value, None, None
@@ -207,10 +279,14 @@ class Inlining:
         elements = returned.elements if returned.elements and len(returned.elements) == len(names) else []
         known = [k for k, e in enumerate(elements) if e is not None and not frame.variant(names[k])]
         dynamic = [k for k in range(len(names)) if k not in known]
-        if not known:
+        if not known and not elements:
             assign = cst.Assign([cst.AssignTarget(target)], cst.Name(result))
             frame.src.alias(assign, node)
             self.small(assign, frame, out, line)
+            if returned.known and len(returned.known) == len(names) and not any(map(frame.variant, names)):
+                for name, fact in zip(names, returned.known):
+                    if fact is not None:
+                        frame.scope.env[name] = fact
             return True
         for k in known:
             self.bind(cst.Name(names[k]), elements[k], frame, line)
@@ -219,6 +295,8 @@ class Inlining:
             return True
         for k in dynamic:
             self._set_dynamic(names[k], frame)
+            if returned.known and len(returned.known) == len(names) and returned.known[k] is not None:
+                frame.scope.env[names[k]] = returned.known[k]  # every return gives a tensor there
         rest = [cst.Element(cst.Name(frame.scope.local(names[k]))) for k in dynamic]
         # Each return assigns the run-time elements to their targets in one statement (so `x, k = f(x)`
         # still reads the old `x`): no tuple crosses the host.
@@ -226,8 +304,8 @@ class Inlining:
         return True
 
     def _inline(self, call: cst.Call, target, frame: Frame, out: list, line, result: str | None) -> Returned | None:
-        func, owner, klass = target
-        src = function_source(func)
+        func, owner, klass, *bound_self = target
+        src = func.source() if isinstance(func, Closure) else function_source(func)
         if src is None:
             self._error("no-source", frame.src, call, f"cannot read the source of `{func.__qualname__}`",
                         "dycl inlines functions whose control flow depends on tensors and needs their source",
@@ -237,16 +315,24 @@ class Inlining:
             self._error("recursion", frame.src, call, f"`{func.__qualname__}` is inlined too deeply",
                         "recursive helpers cannot be unrolled", "rewrite the recursion as a loop over a fixed range")
             return
-        params = list(inspect.signature(func, follow_wrapped=False).parameters.values())
+        params = list(func.parameters) if isinstance(func, Closure) else \
+            list(inspect.signature(func, follow_wrapped=False).parameters.values())
         receiver = None
         if owner is not None and params and params[0].kind in (params[0].POSITIONAL_ONLY,
                                                                 params[0].POSITIONAL_OR_KEYWORD):
             params = params[1:]
         elif owner is not None:  # a wrapper `wrapped(*args, **kwargs)` receives the module in args[0]
             receiver, owner = owner, None
+        if bound_self:  # a library object's method: its first parameter is the object
+            receiver = bound_self[0]
         label = func.__qualname__
+        for name in _free_names(src.node):  # a global it reads (`is_tracing`) is never a fresh local's name
+            self.names.reserve(name)
         rename = self._rename_map(func, src)
-        scope = Scope({}, _closure_globals(func), dict(rename), owner, klass, self.state)
+        if isinstance(func, Closure):
+            scope = func.callee_scope(dict(rename), self.state)
+        else:
+            scope = Scope({}, _closure_globals(func), dict(rename), owner, klass, self.state)
         for key, value in func.__globals__.items():
             self.globals.setdefault(key, value)
         if owner is not None:
@@ -264,8 +350,8 @@ class Inlining:
         assigned = assigned_names(src.node.body)
         for name, (kind, arg) in bound.items():
             if kind == "value":
-                if isinstance(arg, Alias) and arg.not_none and arg.attr is None and name not in assigned:
-                    scope.env[name] = NOT_NONE
+                if isinstance(arg, Alias) and arg.attr is None and arg.fact() is not None:
+                    scope.env[name] = arg.fact()  # until the callee assigns the name
                 if isinstance(arg, Alias) and arg.attr is None and name not in assigned:
                     scope.rename[name] = arg.name
                 elif isinstance(arg, Alias) and arg.attr is None:
@@ -278,6 +364,10 @@ class Inlining:
             if static is not None:
                 scope.env[name] = static.hold() if isinstance(static, TensorConst) else static
                 continue
+            probe = _probe_alias(arg, frame.scope)
+            if probe is not None:  # `dtype=dtype` of a run-time tensor's dtype: read where it is used
+                scope.env[name] = probe
+                continue
             hoisted: list = []
             value = self.expression(arg, frame, hoisted, line)
             out.extend(hoisted)
@@ -287,9 +377,11 @@ class Inlining:
             elif isinstance(value, cst.Name) and name not in assigned:
                 scope.rename[name] = value.value
                 if isinstance(arg, cst.Name) and isinstance(frame.scope.env.get(arg.value), NotNone):
-                    scope.env[name] = NOT_NONE  # `input_ids is not None` on forward's tensor input folds
+                    scope.env[name] = frame.scope.env[arg.value]  # `input_ids is not None` on a tensor input folds
             else:
                 out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(scope.rename[name]))], value), origin))
+                if isinstance(arg, cst.Name) and isinstance(frame.scope.env.get(arg.value), NotNone):
+                    scope.env[name] = frame.scope.env[arg.value]  # until the callee assigns the name
         self._depth += 1
         try:
             body, returns = self.block(src.node.body.body, callee)
@@ -328,6 +420,8 @@ class Inlining:
                 spread = Pack(tuple(Static(v) for v in spread.value))
             elif isinstance(spread, Static) and isinstance(spread.value, dict) and arg.star == "**":
                 spread = Pack((), {k: Static(v) for k, v in spread.value.items()})
+            if not isinstance(spread, Pack) and arg.star == "*":
+                spread = self._unpacked_spread(arg, call, params, positional, frame, out, line)
             if not isinstance(spread, Pack):
                 self._error("star-args", frame.src, arg, f"`{arg.star}{code(arg.value)}` is not known at conversion time",
                             "arguments spread into an inlined function must be matched to its parameters "
@@ -363,6 +457,29 @@ class Inlining:
             return None
         return bound
 
+    def _unpacked_spread(self, arg: cst.Arg, call: cst.Call, params: list, positional: list, frame: Frame,
+                         out: list, line) -> Pack | None:
+        """`f(*g(x))` with a run-time sequence as the last positional argument of a function that takes a
+        fixed number of positional parameters without defaults: unpacked into that many names (a length
+        that differs raises, as the call itself would)."""
+        later = call.args[list(call.args).index(arg) + 1:]
+        if any(a.keyword is None and a.star != "**" for a in later):
+            return None
+        keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+        rest = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][len(positional):]
+        if any(p.kind == p.VAR_POSITIONAL for p in params) or not rest \
+                or any(p.default is not p.empty or p.name in keywords for p in rest):
+            return None
+        hoisted: list = []
+        value = self.expression(arg.value, frame, hoisted, line)
+        out.extend(hoisted)
+        names = [self.names.fresh(p.name) for p in rest]
+        for name in names:
+            frame.scope.rename[name] = name
+        target = cst.Tuple([cst.Element(cst.Name(n)) for n in names])
+        out.append(Stmt(cst.Assign([cst.AssignTarget(target)], value), self.origin(frame, line)))
+        return Pack(tuple(Alias(n) for n in names))
+
     def _pack_values(self, args: list, frame: Frame, out: list, line) -> list:
         """Values for a Pack: static ones as they are, run-time ones through a variable."""
         values = []
@@ -374,6 +491,10 @@ class Inlining:
             if static is not None:
                 values.append(static)
                 continue
+            probe = _probe_alias(arg, frame.scope)
+            if probe is not None:
+                values.append(probe)
+                continue
             hoisted: list = []
             value = self.expression(arg, frame, hoisted, line)
             out.extend(hoisted)
@@ -382,13 +503,13 @@ class Inlining:
                 values.append(static)
                 continue
             if isinstance(value, cst.Name):  # the caller's variable: the callee cannot rebind it
-                known = isinstance(arg, cst.Name) and isinstance(frame.scope.env.get(arg.value), NotNone)
-                values.append(Alias(value.value, not_none=known))
+                fact = frame.scope.env.get(arg.value) if isinstance(arg, cst.Name) else None
+                values.append(Alias(value.value, not_none=isinstance(fact, NotNone), tensor=isinstance(fact, IsTensor)))
                 continue
             name = self.names.fresh("arg")
             frame.scope.rename[name] = name
             out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(name))], value), self.origin(frame, line)))
-            values.append(Alias(name, not_none=never_none(value, frame.scope)))
+            values.append(Alias(name, not_none=never_none(value, frame.scope), tensor=is_tensor(arg, frame.scope)))
         return values
 
     def _rename_map(self, func, src: FunctionSource) -> dict[str, str]:

@@ -182,6 +182,7 @@ class LoopLowering:
                 value.hold()
             frame.scope.env[name] = value
             frame.scope.poisoned.discard(name)
+            frame.scope.conflicts.discard(name)
             return
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, tuple) and len(value) == len(target.elements):
             for el, v in zip(target.elements, value):

@@ -11,9 +11,9 @@ import libcst as cst
 import torch
 
 from .staticeval import Scope, value_of
-from .values import ModRef, Static
+from .values import IsTensor, ModRef, Static
 
-__all__ = ["never_none", "never_none_items"]
+__all__ = ["never_none", "never_none_items", "is_tensor"]
 
 # Tensor methods no list, dict, str, tuple or set has: a run-time receiver that has one is a tensor.
 _PLAIN_METHODS = set(dir(list)) | set(dir(dict)) | set(dir(str)) | set(dir(tuple)) | set(dir(set))
@@ -63,3 +63,33 @@ def never_none_items(value: cst.BaseExpression, scope: Scope) -> bool:
         return method in _TUPLE_METHODS
     return _torch_function(value.func, scope) and isinstance(value.func, cst.Attribute) \
         and value.func.attr.value in _TUPLE_METHODS
+
+
+# torch functions and tensor methods that return one plain tensor whatever their arguments
+_TENSOR_FUNCTIONS = {"ones_like", "zeros_like", "full_like", "empty_like", "rand_like", "randn_like", "ones", "zeros",
+                     "full", "empty", "arange", "cat", "concat", "stack", "where", "matmul", "bmm", "tril", "triu",
+                     "diff", "cumsum", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "clamp"}
+_TENSOR_RESULT_METHODS = {"to", "float", "double", "half", "bfloat16", "long", "int", "bool", "contiguous", "view",
+                          "reshape", "expand", "expand_as", "unsqueeze", "squeeze", "transpose", "permute", "clone",
+                          "detach", "masked_fill", "type_as", "view_as", "reshape_as", "flatten", "cumsum", "softmax",
+                          "cos", "sin", "exp", "sum", "mean", "all", "any", "argmax", "matmul"}
+
+
+def is_tensor(value: cst.BaseExpression, scope: Scope) -> bool:
+    """Whether `value` (as written in a region) is a plain torch.Tensor: a torch factory or elementwise
+    function, a tensor method of a value known to be a tensor, an index of or arithmetic on one."""
+    if isinstance(value, cst.Name):
+        return isinstance(scope.env.get(value.value), IsTensor)
+    if isinstance(value, cst.Subscript):
+        return is_tensor(value.value, scope)
+    if isinstance(value, cst.BinaryOperation):
+        return is_tensor(value.left, scope) or is_tensor(value.right, scope)
+    if isinstance(value, cst.Comparison) and len(value.comparisons) == 1 \
+            and not isinstance(value.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+        return is_tensor(value.left, scope) or is_tensor(value.comparisons[0].comparator, scope)
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_RESULT_METHODS and is_tensor(func.value, scope):
+        return True
+    return isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_FUNCTIONS and _torch_function(func, scope)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import sys
 
 import libcst as cst
 import torch
@@ -16,29 +17,32 @@ from torch import nn
 
 from .cfg import IfNode, Jump, Origin, Stmt
 from .checks import ExpressionChecks
+from .closures import Closure, NestedFunctions
+from .library_statements import LibraryStatements, constant_result as _constant_result
 from .constants import ConstantTensors
 from .diagnostics import Diagnostic, Location
 from .dispatch import ModuleDispatch
 from .higher_order import HigherOrderOps
 from .inline import Inlining
 from .lists import ListBuilding
+from .mutables import MutableStatics, mutated_safely
 from .jumps import Frame, as_tuple, binop_of
 from .imports import imported_names
-from .nonnull import never_none, never_none_items
+from .nonnull import is_tensor, never_none, never_none_items
 from .loops import LoopLowering
 from .state import AttributeWrites
 from .names import Namespace
 from .returns import ReturnFact
 from .source import FunctionSource, function_source
 from .staticeval import Method, Scope, _target_names, fold, representation, value_of
-from .values import NOT_NONE, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
+from .values import IS_TENSOR, NOT_NONE, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
 
 
 class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps, AttributeWrites,
-                       ListBuilding, ConstantTensors):
+                       ListBuilding, ConstantTensors, MutableStatics, NestedFunctions, LibraryStatements):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
@@ -50,9 +54,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self.static_decisions = 0
         self._renames: dict[object, dict[str, str]] = {}
         self.globals: dict = {}
+        self._catching: list = []  # per `try` being lowered: the ImportError its body raised when converting
         self._depth = 0
         self.arms = 0  # how many arms of run-time `if`s the statement being lowered is inside
         self.state: dict = {}  # (id(module), attribute) -> what forward set it to (rewrite/state.py)
+        self._owned_containers: dict[int, tuple] = {}  # dicts/sets built when converting (rewrite/mutables.py)
+        self._owned_keep: list = []
 
     # -- entry -------------------------------------------------------------
     def lower_forward(self, given: int | None = None) -> tuple[list[str], list, Origin]:
@@ -77,7 +84,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                             "the converted package needs a fixed positional signature",
                             "list forward's inputs as named parameters")
         defining = next(k for k in cls.__mro__ if "forward" in k.__dict__)
-        inputs = {p: NOT_NONE for p in params if p in self.tensor_inputs}  # tensor inputs are never None
+        inputs = {p: IS_TENSOR for p in params if p in self.tensor_inputs}  # tensor inputs are never None
         scope = Scope({"self": self_ref, **inputs, **defaults}, func.__globals__, {p: p for p in params}, self_ref,
                       defining, self.state)
         frame = Frame(src, scope, "forward", None)
@@ -126,6 +133,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         return handler(stmt, frame, out)
 
     def visit_If(self, node: cst.If, frame: Frame, out: list) -> bool:
+        node = self._hoist_named(node, frame, out)
         hoisted: list = []
         test = self.expression(node.test, frame, hoisted, node)
         out.extend(hoisted)
@@ -196,6 +204,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             if all(v is not None and v == values[0] for v in values):
                 merged[key] = values[0]
                 continue
+            if all(isinstance(v, NotNone) for v in values):  # a tensor on one path, never None on the other
+                merged[key] = NOT_NONE
+                continue
             for (env, sink), value in zip(flows, values):
                 if value is None or isinstance(value, NotNone):  # a run-time value there: nothing to write
                     continue
@@ -207,6 +218,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                                 "append the same items on every path, or keep run-time values in a list of their own")
                 if rep is None or isinstance(value, ModRef):
                     frame.scope.poisoned.add(key)
+                    frame.scope.conflicts.add(key)
                     break
                 name = frame.scope.local(key)
                 frame.scope.rename.setdefault(key, name)
@@ -229,19 +241,13 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         out.extend(lowered)
         return terminated
 
-    def visit_Try(self, node, frame, out) -> bool:
-        self._error("try-block", frame.src, node, "`try` around tensor code",
-                    "exceptions raised inside compiled regions cannot be caught by the host",
-                    "remove the try/except or handle the error outside the model")
-        return False
-
     def _nested_def(self, node, frame, out) -> bool:
         self._error("nested-def", frame.src, node, "definition inside forward",
                     "functions and classes defined inside forward cannot be compiled",
                     "define it as a method of the model class; dycl inlines methods")
         return False
 
-    visit_FunctionDef = visit_ClassDef = _nested_def
+    visit_ClassDef = _nested_def
 
     # -- small statements ------------------------------------------------------
     def small(self, node, frame: Frame, out: list, line) -> bool:
@@ -286,8 +292,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                         "pass the value as an input or store it on the model as a constant")
             return False
         if isinstance(node, (cst.Import, cst.ImportFrom)):
-            self._import(node, frame)
-            return False
+            return self._import(node, frame)
         if isinstance(node, cst.Del):
             return False
         if isinstance(node, cst.Expr):
@@ -300,7 +305,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             check = self._assert_call(node.value, frame)
             if check is not None:
                 return self._assert(check, frame, out, line)
-            if self._list_append(node, frame, out, line):
+            if self._list_append(node, frame, out, line) or self._mutate_owned(node, frame, out, line) \
+                    or self._mutate_pack(node, frame, out, line):
                 return False
             inlined = self._try_inline(node.value, frame, out, line, result=None)
             if inlined is not None:
@@ -312,8 +318,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 out.append(Stmt(node.with_changes(value=value), origin))
             return False
         if isinstance(node, cst.Assign):
+            if self._split_parallel(node, frame, out, line):
+                return False
             if self._attribute_write(node, frame, out, line) or self._list_assignment(node, frame, out, line) \
-                    or self._dtype_local(node, frame, out, line):
+                    or self._dtype_local(node, frame, out, line) or self._mutate_owned(node, frame, out, line) \
+                    or self._mutate_pack(node, frame, out, line) \
+                    or self._bind_mutable(node, frame):
                 return False
             for t in node.targets:
                 if self._writes_self(t.target, frame):
@@ -330,11 +340,17 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                         return False
                 returned = self._try_inline(node.value, frame, out, line, result=self._local(target, frame))
                 if returned is not None:
-                    if returned.value is not None and not frame.variant(target):
+                    if _container(returned.value) and not frame.variant(target) \
+                            and mutated_safely(frame.src.node, target):
+                        returned.drop()  # a dict or set the helper built from the configuration (mutables.py)
+                        self._own(target, returned.value.value, frame)
+                    elif returned.value is not None and not _container(returned.value) and not frame.variant(target):
                         returned.drop()
                         self.bind(node.targets[0].target, returned.value, frame, line)
                     else:
                         self._set_dynamic(target, frame)
+                        if returned.known and len(returned.known) == 1 and returned.known[0] is not None:
+                            frame.scope.env[target] = returned.known[0]  # `m = helper(x)` returning a tensor
                     return False
             if self._inline_unpacked(node, frame, out, line):
                 return False
@@ -355,10 +371,11 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                     self.bind(t.target, static if isinstance(t.target, cst.Name) else as_tuple(static), frame, line)
                 return False
             targets = [t.with_changes(target=self._store_target(t.target, frame)) for t in node.targets]
+            tensor = is_tensor(node.value, frame.scope)  # read before the targets are rebound
             for n in names:
                 self._set_dynamic(n, frame)
             for t in node.targets:
-                self._mark_not_none(t.target, value, frame)
+                self._mark_not_none(t.target, value, frame, tensor)
             out.append(Stmt(node.with_changes(targets=targets, value=value), origin))
             return False
         if isinstance(node, cst.AnnAssign):
@@ -403,18 +420,23 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                     "this statement kind is not supported in forward", "rewrite it as assignments")
         return False
 
-    def _import(self, node, frame: Frame) -> None:
-        """An import inside forward runs once, when converting: the names it binds are static."""
+    def _import(self, node, frame: Frame) -> bool:
+        """An import inside forward runs once, when converting: the names it binds are static. One that
+        fails inside a `try` ends its body (True); see _try_except."""
         try:
             bindings = imported_names(node, frame.scope.globals)
         except ImportError as exc:
+            if self._catching:
+                self._catching[-1] = exc
+                return True
             self._error("import-in-forward", frame.src, node, "import inside forward that fails when converting",
                         f"imports run at conversion time only, and this one raised: {exc}",
                         "install the module, or move the import to the top of the module")
-            return
+            return False
         for name, value in bindings.items():
             frame.scope.env[name] = Static(value)
             frame.scope.poisoned.discard(name)
+        return False
 
     def _return_fact(self, written, value, frame: Frame, stmt: Stmt) -> ReturnFact:
         """What conversion knows of a returned value: as written (a model path resolves in the callee's
@@ -423,13 +445,19 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return ReturnFact(stmt, Static(None), None)
 
         def known(a, b):
-            return self._static(a, frame) or self._static(b, frame)
+            return self._static(a, frame) or self._static(b, frame) or self._container(a, frame)
+
+        def fact(node):  # a run-time name known never to be None, or to be a tensor
+            held = frame.scope.env.get(node.value) if isinstance(node, cst.Name) else None
+            return held if isinstance(held, NotNone) else None
 
         elements = None
+        facts = [fact(written) or (fact(value) if isinstance(written, cst.Call) else None)]  # an inlined call's result
         if isinstance(written, cst.Tuple) and isinstance(value, cst.Tuple) and len(written.elements) == len(value.elements) \
-                and not any(isinstance(el, cst.StarredElement) for el in written.elements + value.elements):
+                and not any(isinstance(el, cst.StarredElement) for el in (*written.elements, *value.elements)):
             elements = [known(a.value, b.value) for a, b in zip(written.elements, value.elements)]
-        return ReturnFact(stmt, known(written, value), elements)
+            facts = [fact(el.value) for el in written.elements]
+        return ReturnFact(stmt, known(written, value), elements, facts)
 
     # -- checks ------------------------------------------------------------------
     def _assert(self, node: cst.Assert, frame: Frame, out: list, line) -> bool:
@@ -499,10 +527,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
     def _set_dynamic(self, name: str, frame: Frame) -> None:
         frame.scope.env.pop(name, None)
         frame.scope.poisoned.discard(name)
+        frame.scope.conflicts.discard(name)
         frame.scope.rename.setdefault(name, name)
 
-    def _mark_not_none(self, target, value, frame: Frame) -> None:
-        """`a, b = x[:, :1], x[:, 1:]`, `b = w.float()`, `c, d = x.chunk(2)`: never None (rewrite/nonnull.py)."""
+    def _mark_not_none(self, target, value, frame: Frame, tensor: bool = False) -> None:
+        """`a, b = x[:, :1], x[:, 1:]`, `b = w.float()`, `c, d = x.chunk(2)`: never None (rewrite/nonnull.py);
+        `m = m.to(torch.bool)` of a tensor (`tensor`, read on the expression as written): a tensor."""
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
                 and len(target.elements) == len(value.elements):
             for t, v in zip(target.elements, value.elements):
@@ -511,8 +541,9 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             for t in target.elements:
                 if isinstance(t.value, cst.Name) and not frame.variant(t.value.value):
                     frame.scope.env[t.value.value] = NOT_NONE
-        elif isinstance(target, cst.Name) and never_none(value, frame.scope) and not frame.variant(target.value):
-            frame.scope.env[target.value] = NOT_NONE
+        elif isinstance(target, cst.Name) and (tensor or never_none(value, frame.scope)) \
+                and not frame.variant(target.value):
+            frame.scope.env[target.value] = IS_TENSOR if tensor else NOT_NONE
 
     def _store_target(self, target, frame):
         """An assignment target as the region writes it: names renamed (never folded to the value they
@@ -554,13 +585,15 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return None  # mutable: `tokens = []` (or `res, feats = [], []`) collects values at run time
         if isinstance(value, Static) and not is_literal(value.value):
             # ranges, and functions or classes picked by configuration (`fn = interface.get(name, default)`)
-            keep = isinstance(value.value, (range, type)) or inspect.isroutine(value.value)
+            keep = isinstance(value.value, (range, type, Closure)) or inspect.isroutine(value.value) \
+                or _opaque(value.value) or _configuration(value.value)
             return value if keep else None
         return value if isinstance(value, (Static, ModRef)) else None
 
     def expression(self, expr, frame: Frame, out: list, line) -> cst.BaseExpression:
         """Fold `expr`; inline calls to model methods inside it into `out` first."""
         self._check_expression(expr, frame)
+        self._check_poisoned(expr, frame)
         expr = self._inline_nested(expr, frame, out, line)
         self._check_module_indexing(expr, frame)
         return fold(expr, frame.scope)
@@ -584,18 +617,33 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 continue
 
 
+def _opaque(value) -> bool:
+    """An immutable object of the standard library that a conversion-time call returned and a later one
+    takes back (`token = var.set(x)` ... `var.reset(token)`): bound as it is; it has no source form, so
+    run-time code that reads it is refused."""
+    module = (getattr(type(value), "__module__", "") or "").split(".")[0]
+    return module in sys.stdlib_module_names and module != "builtins" and not hasattr(value, "__dict__") \
+        and not isinstance(value, (list, dict, set, bytearray))
+
+
+def _configuration(value) -> bool:
+    """A library's configuration object (`config=self.config` passed on to `create_causal_mask`): bound as
+    it is, so that what the callee reads of it folds. It has no source form: run-time code that reads the
+    object itself is refused."""
+    return hasattr(value, "to_dict") and hasattr(type(value), "__dict__") and not callable(value) \
+        and not isinstance(value, (torch.Tensor, nn.Module, list, dict, set))
+
+
+def _container(value) -> bool:
+    return isinstance(value, Static) and isinstance(value.value, (dict, set))
+
+
 def _mutable(value) -> bool:
     return isinstance(value, (list, dict, set)) or isinstance(value, tuple) and any(map(_mutable, value))
 
 
 _MUTATORS = {"append", "extend", "insert", "remove", "clear", "update", "add", "discard"}
 _CONSTANTS = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.SimpleString, cst.Integer, cst.Float, cst.Name)
-
-
-def _constant_result(value: cst.BaseExpression) -> bool:
-    """A statement that folded to its value (`logger.warning_once(...)` run when converting): no effect."""
-    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)) or (
-        isinstance(value, cst.Name) and value.value in ("None", "True", "False"))
 
 
 def _mutates_a_constant(value: cst.BaseExpression) -> bool:

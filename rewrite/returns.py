@@ -23,23 +23,27 @@ class ReturnFact:
     value is known (`value`: the whole value, `elements`: each element of a returned tuple; None where
     only run time knows)."""
 
-    __slots__ = ("stmt", "value", "elements")
+    __slots__ = ("stmt", "value", "elements", "facts")
 
-    def __init__(self, stmt: Stmt, value, elements: list | None):
+    def __init__(self, stmt: Stmt, value, elements: list | None, facts: list | None = None):
         self.stmt, self.value, self.elements = stmt, value, elements
+        self.facts = facts  # per element (or [whole]): NotNone/IsTensor of a run-time name returned, else None
 
 
 class Returned:
     """The result of an inlined call: `value` when every return gives the same constant, `elements`
     (one entry per element, None where it varies) when every return gives a tuple of the same length."""
 
-    __slots__ = ("value", "elements", "_facts", "_lowered")
+    __slots__ = ("value", "elements", "_facts", "_lowered", "known")
 
     def __init__(self, facts: list[ReturnFact], every_path_returns: bool, lowered: list | None = None):
         self._facts, self._lowered = facts, lowered
         self.value = self.elements = None
+        self.known = None  # per element (or [whole]): what every return's run-time value is known to be
         if not facts or not every_path_returns:
             return
+        if all(f.facts is not None and len(f.facts) == len(facts[0].facts) for f in facts):
+            self.known = [_common([f.facts[k] for f in facts]) for k in range(len(facts[0].facts))]
         first = facts[0]
         if first.value is not None and all(f.value is not None and f.value == first.value for f in facts):
             self.value = first.value
@@ -62,6 +66,16 @@ class Returned:
             value = elements[0].value if len(elements) == 1 else cst.Tuple(
                 [el.with_changes(comma=cst.MaybeSentinel.DEFAULT) for el in elements])
             fact.stmt.node = cst.Assign([cst.AssignTarget(target)], value)
+
+
+def _common(facts: list):
+    """The fact every path agrees on: IsTensor when all are, NotNone when all are at least that."""
+    from .values import IS_TENSOR, NOT_NONE, IsTensor, NotNone
+    if all(isinstance(f, IsTensor) for f in facts):
+        return IS_TENSOR
+    if all(isinstance(f, NotNone) for f in facts):
+        return NOT_NONE
+    return None
 
 
 def _remove(lowered: list, stmts: set[int]) -> None:

@@ -15,7 +15,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
+from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, IsTensor, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
                      Unknown, constant_tensor, is_literal, static_python_value, to_node)
 
 __all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
@@ -36,7 +36,7 @@ class Method:
 class Scope:
     """What a name means inside one (possibly inlined) function."""
 
-    __slots__ = ("env", "globals", "rename", "self_ref", "cls", "poisoned", "state")
+    __slots__ = ("env", "globals", "rename", "self_ref", "cls", "poisoned", "state", "conflicts")
 
     def __init__(self, env: dict, globals_: dict, rename: dict, self_ref: ModRef | None, cls: type | None,
                  state: dict | None = None):
@@ -44,6 +44,7 @@ class Scope:
         self.state = state if state is not None else {}  # model attributes forward set, shared by all scopes
         self.self_ref, self.cls = self_ref, cls
         self.poisoned: set[str] = set()
+        self.conflicts: set[str] = set()  # poisoned because paths that met held different objects (merge)
 
     def local(self, name: str) -> str:
         return self.rename.get(name, name)
@@ -176,8 +177,8 @@ _PACK_METHODS = {"get", "pop"}
 
 
 def _pack_call(pack: Pack, method: str, node: cst.Call, scope: "Scope"):
-    """`kwargs.get("k", default)` / `kwargs.pop("k", default)` on matched arguments (pop does not remove:
-    a later `**kwargs` still passes the key on)."""
+    """`kwargs.get("k", default)` / `kwargs.pop("k", default)` on matched arguments (the value; a `pop`
+    statement also removes the key, in rewrite/mutables.py)."""
     if method not in _PACK_METHODS or not node.args or any(a.keyword is not None or a.star for a in node.args):
         raise Unknown("pack method")
     key = _plain(value_of(node.args[0].value, scope))
@@ -248,6 +249,14 @@ def _call(node: cst.Call, scope: Scope):
         fn = func.value  # a lookup on configuration: `interface.get_interface(self.config.impl, default)`
     else:
         raise Unknown("call")
+    if fn in (builtins.isinstance, builtins.hasattr) and len(node.args) == 2 and not any(a.star or a.keyword for a in node.args) \
+            and isinstance(node.args[0].value, cst.Name) and isinstance(scope.env.get(node.args[0].value.value), IsTensor):
+        other = _plain(value_of(node.args[1].value, scope))  # of a plain tensor, known when converting
+        if fn is builtins.isinstance:
+            return Static(isinstance(other, (type, tuple)) and issubclass(torch.Tensor, other))
+        if isinstance(other, str) and not hasattr(torch.Tensor, other):
+            return Static(False)  # no instance attributes on tensors torch computed
+        raise Unknown("hasattr")
     if fn is builtins.len and len(node.args) == 1 and not node.args[0].star:
         pack = value_of(node.args[0].value, scope)
         if isinstance(pack, Pack):  # `len(input_tensors)` of a `*input_tensors` parameter
@@ -325,6 +334,9 @@ def value_of(node: cst.BaseExpression, scope: Scope):
         return _computed(item, base)
     if isinstance(node, cst.Call):
         if isinstance(node.func, cst.Name) and node.func.value == "super":
+            receiver = scope.env.get("self")
+            if scope.self_ref is None and scope.cls is not None and isinstance(receiver, Static) and not node.args:
+                return Static(super(scope.cls, receiver.value))  # in a method of a library object (inline.py)
             if scope.self_ref is None or scope.cls is None:
                 raise Unknown("super")
             return Static(("super", scope.cls))
@@ -395,11 +407,24 @@ def value_of(node: cst.BaseExpression, scope: Scope):
                 raise Unknown("star")
             items.append(_plain(value_of(el.value, scope)))
         return Static(tuple(items) if isinstance(node, cst.Tuple) else items)
+    if isinstance(node, cst.Dict):
+        pairs = {}
+        for el in node.elements:
+            if not isinstance(el, cst.DictElement):
+                raise Unknown("star")
+            pairs[_plain(value_of(el.key, scope))] = _plain(value_of(el.value, scope))
+        return Static(pairs)
     if isinstance(node, cst.IfExp):
         test = _plain(value_of(node.test, scope))
         return value_of(node.body if test else node.orelse, scope)
     if isinstance(node, cst.DictComp):
-        return _filtered_pack(node, scope)
+        try:
+            return _filtered_pack(node, scope)
+        except Unknown:
+            return Static(dict(_comprehension(node, scope)))
+    if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        items = _comprehension(node, scope)
+        return Static(set(items) if isinstance(node, cst.SetComp) else items)
     if isinstance(node, cst.FormattedString):
         parts = []
         for part in node.parts:
@@ -411,6 +436,85 @@ def value_of(node: cst.BaseExpression, scope: Scope):
                 parts.append(str(_plain(value_of(part.expression, scope))))
         return Static("".join(parts))
     raise Unknown(type(node).__name__)
+
+
+_MAX_COMPREHENSION = 4096
+
+
+def _comprehension(node, scope: Scope) -> list:
+    """The elements (for a dict, (key, value) pairs) of a comprehension over iterables fixed at conversion
+    time, its filters decided per element: `{k: [] for k, v in flags.items() if v}` on static flags.
+    A generator expression is read as the list it yields (`any(...)`, `tuple(...)` consume it whole)."""
+    found: list = []
+
+    def run(comp: cst.CompFor, inner: Scope) -> None:
+        if comp.asynchronous is not None:
+            raise Unknown("async comprehension")
+        iterable = value_of(comp.iter, inner)
+        if isinstance(iterable, Pack) and not iterable.keywords and isinstance(comp.target, cst.Name):
+            for value in iterable.items:  # `callable(f) for f in fns` over a `*fns` parameter
+                nested = _comprehension_scope(inner, {comp.target.value: value}, [comp.target.value])
+                if all(_plain(value_of(cond.test, nested)) for cond in comp.ifs):
+                    if comp.inner_for_in is not None:
+                        run(comp.inner_for_in, nested)
+                    else:
+                        found.append(_element(nested))
+            return
+        if isinstance(iterable, StaticList):
+            iterable = Static(_plain(iterable))
+        if not isinstance(iterable, Static) or isinstance(iterable.value, torch.Tensor):
+            raise Unknown("comprehension over a run-time value")
+        try:
+            items = list(iterable.value) if len(iterable.value) <= _MAX_COMPREHENSION else None
+        except TypeError:
+            raise Unknown("comprehension") from None
+        if items is None:
+            raise Unknown("long comprehension")
+        names = _target_names(comp.target)
+        for item in items:
+            bound: dict = {}
+            _bind_target(comp.target, item, bound)
+            nested = _comprehension_scope(inner, bound, names)
+            if not all(_plain(value_of(cond.test, nested)) for cond in comp.ifs):
+                continue
+            if comp.inner_for_in is not None:
+                run(comp.inner_for_in, nested)
+            else:
+                found.append(_element(nested))
+            if len(found) > _MAX_COMPREHENSION:
+                raise Unknown("long comprehension")
+
+    def _element(nested: Scope):
+        if isinstance(node, cst.DictComp):
+            return _plain(value_of(node.key, nested)), _plain(value_of(node.value, nested))
+        return _plain(value_of(node.elt, nested))
+
+    run(node.for_in, scope)
+    return found
+
+
+def _comprehension_scope(inner: Scope, bound: dict, names) -> Scope:
+    nested = Scope({**inner.env, **bound}, inner.globals, {n: m for n, m in inner.rename.items() if n not in names},
+                   inner.self_ref, inner.cls, inner.state)
+    nested.poisoned = inner.poisoned - set(names)
+    return nested
+
+
+def _bind_target(target: cst.BaseExpression, item, env: dict) -> None:
+    """Bind a comprehension's target (`k`, `k, v`, `(i, (a, b))`) to one element, as Python unpacks it."""
+    if isinstance(target, cst.Name):
+        env[target.value] = Static(item)
+        return
+    if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(el, cst.StarredElement) for el in target.elements):
+        raise Unknown("comprehension target")
+    try:
+        parts = list(item)
+    except TypeError:
+        raise Unknown("comprehension target") from None
+    if len(parts) != len(target.elements):
+        raise Unknown("comprehension target")
+    for el, part in zip(target.elements, parts):
+        _bind_target(el.value, part, env)
 
 
 def _filtered_pack(node: cst.DictComp, scope: Scope) -> Pack:
@@ -676,6 +780,8 @@ def iteration_items(node: cst.BaseExpression, scope: Scope) -> list:
             return [(Static(n), owner.child(n)) for n, _ in owner.obj.named_children()]
     value = value_of(node, scope)
     if isinstance(value, StaticList):
+        return list(value.items)
+    if isinstance(value, Pack) and not value.keywords:  # `for mask in mask_functions` over `*mask_functions`
         return list(value.items)
     if isinstance(value, ModRef):
         obj = value.obj

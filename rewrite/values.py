@@ -9,7 +9,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-__all__ = ["Static", "TensorConst", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "StaticList", "SizedList", "Unknown",
+__all__ = ["Static", "TensorConst", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "IsTensor", "IS_TENSOR", "StaticList", "SizedList", "Unknown",
            "to_node", "is_literal", "constant_tensor", "SAFE_CALLS", "BINOPS", "CMPOPS"]
 
 
@@ -110,10 +110,15 @@ class Alias:
     """A run-time value known to be held by the variable `name` (an element of a Pack), or by its
     attribute `attr` (`probe.dtype`)."""
 
-    __slots__ = ("name", "attr", "not_none")
+    __slots__ = ("name", "attr", "not_none", "tensor")
 
-    def __init__(self, name: str, attr: str | None = None, not_none: bool = False):
-        self.name, self.attr, self.not_none = name, attr, not_none  # not_none: see rewrite/nonnull.py
+    def __init__(self, name: str, attr: str | None = None, not_none: bool = False, tensor: bool = False):
+        self.name, self.attr, self.not_none = name, attr, not_none or tensor  # not_none: see rewrite/nonnull.py
+        self.tensor = tensor  # a plain torch.Tensor (values.IsTensor)
+
+    def fact(self):
+        """What the variable is known to hold: IS_TENSOR, NOT_NONE or None."""
+        return IS_TENSOR if self.tensor else NOT_NONE if self.not_none else None
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Alias) and (self.name, self.attr) == (other.name, other.attr)
@@ -136,6 +141,22 @@ class NotNone:
 
 
 NOT_NONE = NotNone()
+
+
+class IsTensor(NotNone):
+    """A run-time value that is a plain `torch.Tensor` (a torch factory's or a tensor method's result, a
+    tensor input): `isinstance(name, T)` and `hasattr(name, attr)` of class attributes fold as well."""
+
+    __slots__ = ()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, IsTensor)
+
+    def __repr__(self) -> str:
+        return "IsTensor"
+
+
+IS_TENSOR = IsTensor()
 
 
 class StaticList:
@@ -247,7 +268,7 @@ SAFE_CALLS = {
     builtins.getattr, builtins.int, builtins.float, builtins.bool, builtins.str, builtins.min,
     builtins.max, builtins.abs, builtins.round, builtins.tuple, builtins.list, builtins.enumerate,
     builtins.zip, builtins.reversed, builtins.sorted, builtins.sum, builtins.any, builtins.all,
-    builtins.divmod, builtins.type, math.sqrt, math.floor, math.ceil, math.log, math.exp, math.prod,
+    builtins.divmod, builtins.type, builtins.callable, math.sqrt, math.floor, math.ceil, math.log, math.exp, math.prod,
     # False while converting, as when the model runs eagerly: the branch for eager execution is kept.
     torch.jit.is_tracing, torch.jit.is_scripting, torch.compiler.is_compiling, torch.compiler.is_exporting,
     # (and must be: inside a region's export these say True, and the graph would take the other branch)

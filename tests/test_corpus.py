@@ -14,12 +14,13 @@ CORPUS = os.path.join(ROOT, "tests", "corpus")
 # `eager` experts implementation behind transformers' dispatch wrapper), SwitchTransformers' top-1
 # router that drops tokens over capacity (experts picked by `self[f"expert_{idx}"]`), early exit
 # over timm ViT blocks and over transformers' BERT layers, the Mamba mixer's sequential selective
-# scan (a host loop over the time steps), and timm's ViT at any image size (padding and position
-# embeddings resampled by shape-determined branches). Its embedding is returned unchanged only where
-# `4 == new_size[0] and 4 == new_size[1]`: that region runs at the 4x4 grid alone, which the test pins
-# (dycl/pins.py), so it keeps static dims; its sizes take each of the 3 paths.
+# scan (a host loop over the time steps), timm's ViT at any image size (padding and position
+# embeddings resampled by shape-determined branches), and greedy generation around LlamaForCausalLM
+# without a cache (a host loop that re-runs the whole prefix and stops at EOS). The ViT's embedding is
+# returned unchanged only where `4 == new_size[0] and 4 == new_size[1]`: that region runs at the 4x4 grid
+# alone, which the test pins (dycl/pins.py), so it keeps static dims; its sizes take each of the 3 paths.
 MODELS = {"moe_mixtral": 3, "moe_qwen2": 3, "switch_capacity": 4, "early_exit_vit": 3, "early_exit_bert": 4,
-          "mamba_scan": 4, "vit_dynamic_pad": 3}
+          "mamba_scan": 4, "vit_dynamic_pad": 3, "greedy_llama": 4}
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -46,3 +47,15 @@ def test_vit_dynamic_pad_at_image_sizes_no_sample_had(converted):
         with torch.no_grad():
             expected = result.spec.model(x).numpy()
         np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-4, atol=1e-4, err_msg=str(size))
+
+
+def test_greedy_llama_with_dynamic_cache_is_refused(converted):
+    # Feeding only the new token with `past_key_values=DynamicCache(...)`: the cache is a library object
+    # created in forward whose methods update its tensors in place (`cache.update(k, v, layer_idx)`), which
+    # the front end cannot keep as host or region values yet. Refused with a diagnostic, never a package.
+    from rewrite import ConversionError
+    from dycl.convert import StepFailed
+
+    with pytest.raises((ConversionError, StepFailed)) as info:
+        converted(os.path.join(CORPUS, "greedy_llama_cache.py"), check=20)
+    assert "error:" in str(info.value)

@@ -288,3 +288,26 @@ def test_forward_without_source_says_so():
     with pytest.raises(TypeError, match=r"cannot read the source of .*Built.forward: dycl rewrites forward's Python "
                                         r"source, so the model class must be defined in a \.py file"):
         rewrite_model(Built(), (torch.ones(1),))
+
+
+def test_function_chosen_at_run_time_is_reported(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    spec = load_model_file(os.path.join(MODELS, "bad_static_merge.py"))
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    assert info.value.format() == """\
+tests/models/bad_static_merge.py:25:19: error: `fn` holds a different function, module or object on each path of \
+a run-time decision before this [static-merge]
+            y = apply(fn, x)
+                      ^
+  Explanation: such values exist only when converting, so which one this code uses would have to be decided at \
+run time
+  Hint: make the decision static (pass the arguments that fix it), or give each path its own call
+
+tests/models/bad_static_merge.py:26:9: error: `try` around tensor code [try-block]
+            try:
+            ^
+  Explanation: exceptions raised inside compiled regions cannot be caught by the host
+  Hint: remove the try/except or handle the error outside the model
+
+2 errors: the model cannot be converted as written."""
