@@ -203,12 +203,16 @@ class Builder:
         self._reevaluate.append(reevaluate)
         self._dynamic_depth += 1
         self._loop_depth += 1
+        body_kinds = kinds.copy()
         try:
-            body = self.block(list(node.body) + reevaluate, kinds.copy())
+            body = self.block(list(node.body) + reevaluate, body_kinds)
         finally:
             self._reevaluate.pop()
             self._dynamic_depth -= 1
             self._loop_depth -= 1
+        # After the loop a name holds what it held before it (no iteration) or what the body left in it: a
+        # score the body reads with `.item()` is value-derived after the loop too, never a shape to fold.
+        kinds.join(body_kinds)
         loop = Loop(node.kind, body, node.origin, decision, test=test, target=node.target, iter=iterable)
         self.loops.append(loop)
         out.append(loop)

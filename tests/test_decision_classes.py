@@ -57,3 +57,26 @@ def test_shape_test_on_shapes_of_shapes_is_still_folded(converted):
     # `if x.dim() == 3:` on a static input cannot change: folded, as before.
     result = converted(os.path.join(MODELS, "c_zeros_device.py"), check=20)
     assert result.program.static_decisions >= 1
+
+
+def test_scalar_read_in_a_loop_is_a_value_decision_after_it(converted):
+    # Found by the fuzzer (tests/models/fuzz_loop_item_score.py): `score = h.mean().item()` in a while loop,
+    # tested after it, was classified shape-determined from the `0.0` it held before the loop, and folded.
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(MODELS), "..", "scripts"))
+    import fuzz
+
+    path = os.path.join(MODELS, "fuzz_loop_item_score.py")
+    result = converted(path, check=10)
+    tests = [d for d in result.program.decisions if "score" in repr(d)]
+    assert tests and all(d.dclass == "value" for d in tests)
+    net, module = dycl.load(result.out), fuzz._import(path)
+    arms = set()
+    for inputs in module.sample_inputs(40, seed=5) + module.edge_inputs():
+        with torch.no_grad():
+            expected = tuple(t.numpy() for t in result.spec.model(*inputs))
+            h = result.spec.model.layers[0](inputs[0]) + inputs[1]
+        arms.add(bool(h.mean().item() >= 2.0))
+        assert fuzz.same(expected, net(*[t.numpy() for t in inputs])) == ""
+    assert arms == {True, False}  # the score goes both ways
