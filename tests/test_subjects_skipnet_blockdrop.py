@@ -38,10 +38,9 @@ def test_subject_onnxruntime(converted, name):
 def test_subject_tvm(converted, name):
     result = converted(os.path.join(SUBJECTS, f"{name}.py"), backend="tvm", check=50)
     _assert_matches(result, name)
-    # TVM's ONNX front end has no ConstantOfShape of a run-time shape (the recurrent gate's
-    # `torch.zeros([1, batch_size, hidden_dim])`): that region runs on onnxruntime, and says so.
-    left = {f.split(" ")[0] for f in result.fallbacks}
-    assert left == ({"x_L1386"} if name == "skipnet_rnn" else set()), result.fallbacks
+    # The recurrent gate's `torch.zeros([1, batch_size, hidden_dim])` reads the batch size inside its
+    # region (a shape the exporter sees) since size reads stay in regions: every region compiles with TVM.
+    assert not result.fallbacks, result.fallbacks
 
 
 def test_policy_log_fused_blocks_get_their_own_graphs(converted):
