@@ -19,8 +19,9 @@ run: $(STAMP)
 	@echo
 	$(VENV)/bin/dycl run build/$(ZOO_MODEL) --repeat 3
 
+# One pytest worker per core; a test file stays on one worker (module fixtures: the Ray cluster).
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 bench: $(STAMP)
 	$(PY) scripts/bench.py
