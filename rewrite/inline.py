@@ -37,13 +37,14 @@ def _user_code(obj) -> bool:
     return top not in ("torch", "numpy") and top not in sys.stdlib_module_names
 
 
-def _has_branches(func) -> bool:
+def _has_branches(func, library_forms: bool = True) -> bool:
     """Whether `func` (or a function it wraps) has control flow the host may have to run: branches,
-    loops, `try`, a nested function (a closure it returns is inlined where called: rewrite/closures.py),
-    or a call of a module picked from a container (`self.experts[k](x)`)."""
+    loops, a call of a module picked from a container (`self.experts[k](x)`) and, with `library_forms`,
+    `try` or a nested function (a closure it returns is inlined where called: rewrite/closures.py)."""
+    forms = (cst.If, cst.While, cst.IfExp, cst.For) + ((cst.Try, cst.FunctionDef) if library_forms else ())
     while func is not None:
         src = function_source(func)
-        if src is not None and (find(src.node.body, (cst.If, cst.While, cst.IfExp, cst.For, cst.Try, cst.FunctionDef))
+        if src is not None and (find(src.node.body, forms)
                                 or any(isinstance(c.func, cst.Subscript) for c in find(src.node.body, cst.Call))):
             return True
         func = getattr(func, "__wrapped__", None)
@@ -64,8 +65,11 @@ def forward_of(module: nn.Module):
 
 
 def _controls(module: nn.Module) -> bool:
+    # A module whose forward only wraps its tensor code in `try` (SDN's classifier: `try: return
+    # self.linear(...) except: print()`) or defines a helper runs as one call that tracing follows.
     forward, _ = forward_of(module)
-    return forward is not None and _user_code(forward) and (_has_branches(forward) or _is_wrapper(forward))
+    return forward is not None and _user_code(forward) and (_has_branches(forward, library_forms=False)
+                                                            or _is_wrapper(forward))
 
 
 def _needs_inlining(module: nn.Module) -> bool:
@@ -279,7 +283,9 @@ class Inlining:
         elements = returned.elements if returned.elements and len(returned.elements) == len(names) else []
         known = [k for k, e in enumerate(elements) if e is not None and not frame.variant(names[k])]
         dynamic = [k for k in range(len(names)) if k not in known]
-        if not known and not elements:
+        # Element-wise only where a return gives a constant (a flag keeps its kind); a tuple of run-time
+        # values is assigned whole, inside the region around it.
+        if not known and not (elements and returned.some_literal):
             assign = cst.Assign([cst.AssignTarget(target)], cst.Name(result))
             frame.src.alias(assign, node)
             self.small(assign, frame, out, line)

@@ -35,7 +35,7 @@ from .names import Namespace
 from .returns import ReturnFact
 from .source import FunctionSource, function_source
 from .staticeval import Method, Scope, _target_names, fold, representation, value_of
-from .values import IS_TENSOR, NOT_NONE, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
+from .values import IS_TENSOR, NOT_NONE, Alias, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
@@ -218,7 +218,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                                 "append the same items on every path, or keep run-time values in a list of their own")
                 if rep is None or isinstance(value, ModRef):
                     frame.scope.poisoned.add(key)
-                    frame.scope.conflicts.add(key)
+                    if not isinstance(value, (SizedList, Pack, Alias)):  # run-time data, not a model object
+                        frame.scope.conflicts.add(key)
                     break
                 name = frame.scope.local(key)
                 frame.scope.rename.setdefault(key, name)

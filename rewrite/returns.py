@@ -53,6 +53,11 @@ class Returned:
                                                         for f in facts) else None
                              for k, e in enumerate(first.elements)]
 
+    @property
+    def some_literal(self) -> bool:
+        """Whether some return gives a constant element (`return True, m` beside `return False, m.bool()`)."""
+        return any(f.elements is not None and any(e is not None for e in f.elements) for f in self._facts)
+
     def drop(self) -> None:
         """The call site folded the whole value: the host assigns nothing."""
         if self._lowered is not None:
