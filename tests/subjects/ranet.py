@@ -13,7 +13,7 @@ import types
 import torch
 import torch.nn as nn
 
-from _adnn import import_adnn
+from _adnn import coloured_images, import_adnn
 
 ranet = import_adnn("adNN.RANet.models.RANet")
 
@@ -48,12 +48,7 @@ def get_model():
 
 
 def sample_inputs(n, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    out = []
-    for _ in range(n):
-        colour = 6 * torch.rand(1, 3, 1, 1, generator=gen) - 3
-        out.append((colour + 0.5 * torch.randn(1, 3, 32, 32, generator=gen),))
-    return out
+    return coloured_images(n, seed)
 
 
 def get_inputs():

@@ -10,7 +10,7 @@ flat-coloured images (a random colour per image, plus noise) take different path
 import torch
 import torch.nn as nn
 
-from _adnn import import_adnn
+from _adnn import coloured_images, import_adnn
 
 skipnet = import_adnn("adNN.skipnet.cifar.models")
 
@@ -37,12 +37,7 @@ def get_model():
 
 
 def sample_inputs(n, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    out = []
-    for _ in range(n):
-        colour = 6 * torch.rand(1, 3, 1, 1, generator=gen) - 3
-        out.append((colour + 0.5 * torch.randn(1, 3, 32, 32, generator=gen),))
-    return out
+    return coloured_images(n, seed)
 
 
 def get_inputs():
