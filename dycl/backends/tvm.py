@@ -99,7 +99,7 @@ class TvmBackend(Backend):
         from tvm.relax.frontend.onnx import from_onnx
 
         from ..torch_nan import TVM_ONLY, repair
-        from . import tvm_ieee
+        from . import tvm_empty_axis, tvm_ieee
         from .lstm_lowering import lower_lstm
         from .tvm_lift import NUM_INPUT
 
@@ -108,6 +108,7 @@ class TvmBackend(Backend):
         num_input = {p.key: p.value for p in model.metadata_props}.get(NUM_INPUT)
         repair(model, TVM_ONLY)  # TVM's max/min/relu/clip/topk drop NaN where torch keeps it
         tvm_ieee.repair(model)  # its max/min start at the largest finite float; it folds v - v and v * 0 to 0
+        tvm_empty_axis.repair(model)  # its scans read and write outside their buffers on an empty axis
         lower_lstm(model)  # TVM's ONNX front end has no LSTM
         mod = from_onnx(model, keep_params_in_input=False)
         if num_input is not None and int(num_input) < len(mod["main"].params):
