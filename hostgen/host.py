@@ -5,7 +5,7 @@ import libcst as cst
 
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 
-from .comments import comment_lines, first_statement, origin_comment
+from .comments import comment_lines, origin_comment, region_comment
 from .reroll import reroll
 
 __all__ = ["host_source"]
@@ -46,8 +46,7 @@ class _HostEmitter:
         call = cst.Call(cst.Attribute(cst.Name("regions"), cst.Name(region.name)),
                         [cst.Arg(cst.Name(n)) for n in region.inputs])
         line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(_targets(region.outputs))], call)])
-        comment = origin_comment(region.origin, first_statement(region.stmts))
-        return [line.with_changes(leading_lines=comment_lines(comment))]
+        return [line.with_changes(leading_lines=comment_lines(*region_comment(region.stmts)))]
 
     def emit_HostStmt(self, node: HostStmt) -> list[cst.BaseStatement]:
         return [cst.SimpleStatementLine([node.node], leading_lines=comment_lines(origin_comment(node.origin)))]

@@ -23,6 +23,8 @@ rolled; the instrumented host exploration runs is never rolled.
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 __all__ = ["reroll"]
@@ -267,10 +269,14 @@ class _Roll:
 
     def rolled(self, index: str, canonical, maps, tables, progressions) -> tuple[list, list, dict[str, str]]:
         """(the loop statement, the table statements, the renaming for the statements after the loop)."""
-        table_names = {}
+        table_names, patterns = {}, {}
         used = set(self.taken)
         for j, column in tables.items():
-            base = column[0].upper()
+            pattern = _name_pattern(column, index)
+            if pattern is not None:
+                patterns[j] = pattern
+                continue
+            base = _table_name(column)
             name, n = base, 1
             while name in used:
                 n += 1
@@ -283,6 +289,8 @@ class _Roll:
             lookup = cst.Subscript(cst.Name(name), [cst.SubscriptElement(cst.Index(cst.Name(index)))])
             region_exprs[occ.regions[j]] = cst.Call(cst.Name("getattr"), [cst.Arg(cst.Name("regions")),
                                                                             cst.Arg(lookup)])
+        for j, pattern in patterns.items():
+            region_exprs[occ.regions[j]] = cst.parse_expression(f"getattr(regions, {pattern})")
         body = []
         integers = {j: _progression(index, *p) for j, p in progressions.items()}
         for i, stmt in enumerate(self.bodies[0]):  # integers are numbered per statement
@@ -291,11 +299,44 @@ class _Roll:
         comment = f"# {self.times} unrolled iterations rolled up again"
         if table_names:
             comment += f": regions from {', '.join(table_names.values())}"
+        elif not tables:
+            comment += ", on the same regions"
         loop = cst.For(cst.Name(index), cst.Call(cst.Name("range"), [cst.Arg(cst.Integer(str(self.times)))]),
                        cst.IndentedBlock(body), leading_lines=[cst.EmptyLine(comment=cst.Comment(comment))])
         tables_src = [cst.parse_statement(_table(name, tables[j])) for j, name in table_names.items()]
         after = {maps[-1][c]: canonical[c] for c in canonical}
         return [loop], tables_src, after
+
+
+def _name_pattern(names: list[str], index: str) -> str | None:
+    """An f-string that spells `names[k]` from the loop index, where only integers in them vary, evenly
+    (`groups_0_{k}_L36`); None otherwise."""
+    tokens = [re.findall(r"\d+|\D+", name) for name in names]
+    if len({len(t) for t in tokens}) != 1:
+        return None
+    parts = []
+    for column in zip(*tokens):
+        if len(set(column)) == 1:
+            parts.append(column[0].replace("{", "{{").replace("}", "}}"))
+            continue
+        if not all(c.isdigit() and (c == "0" or not c.startswith("0")) for c in column):
+            return None
+        values = [int(c) for c in column]
+        step = values[1] - values[0]
+        if any(b - a != step for a, b in zip(values, values[1:])) or step == 0:
+            return None
+        parts.append("{" + cst.Module([]).code_for_node(_progression(index, values[0], step)) + "}")
+    return 'f"' + "".join(parts) + '"'
+
+
+def _table_name(names: list[str]) -> str:
+    """`GROUPS_0_L36` for `groups_0_0_L36`, `groups_0_1_L36`, ...: the parts every name shares, upper case."""
+    split = [name.split("_") for name in names]
+    if len({len(s) for s in split}) == 1:
+        shared = [parts[0] for parts in zip(*split) if len(set(parts)) == 1]
+        if shared and not shared[0][:1].isdigit():
+            return "_".join(shared).upper()
+    return names[0].upper()
 
 
 def _count(stmts: list) -> int:

@@ -14,6 +14,7 @@ from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCal
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
 from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
+from .region_names import region_hint
 from .staticeval import _bound_names, _target_names
 
 __all__ = ["Builder", "reads_writes", "substitute"]
@@ -424,7 +425,7 @@ class Builder:
         origin = stmts[0].origin
         for s in stmts[1:]:
             origin = origin.span(s.origin)
-        region = Region(self.region_names.fresh(f"{_hint(stmts)}_L{stmts[0].origin.first}"), stmts, [], [], origin)
+        region = Region(self.region_names.fresh(f"{region_hint(stmts)}_L{stmts[0].origin.first}"), stmts, [], [], origin)
         self.regions.append(region)
         return region
 
@@ -535,19 +536,6 @@ def _tensor_tuple(node: cst.Assign, kinds: Kinds) -> bool:
         return False
     infos = [analyze(el.value, kinds) for el in values if not isinstance(el, cst.StarredElement)]
     return len(infos) == len(values) and all(i.vtype == TENSOR for i in infos) and not all(i.host for i in infos)
-
-
-def _hint(stmts: list[Stmt]) -> str:
-    for s in stmts:
-        node = s.node
-        targets = []
-        if isinstance(node, cst.Assign):
-            targets = [n for t in node.targets for n in _target_names(t.target)]
-        elif isinstance(node, cst.AugAssign):
-            targets = list(_target_names(node.target))
-        if targets:
-            return re.sub(r"_\d+$|_L\d+(_\d+)?$", "", targets[0]) or "region"
-    return "region"
 
 
 # -- reads and writes ------------------------------------------------------

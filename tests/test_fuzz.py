@@ -292,7 +292,7 @@ def test_region_reached_at_one_size_gets_a_symbolic_dim(converted, backend):
     import dycl
 
     result = converted(os.path.join(MODELS, "fuzz_one_size_region.py"), backend=backend, check=6)
-    body = next(m for m in result.region_meta if m["name"] == "h_L35")  # the loop body
+    body = next(m for m in result.region_meta if m["name"] == "layers_0_L35")  # the loop body
     assert body["input_leaves"][0]["shape"] == ["batch", 4]
     net = dycl.load(result.out)
     model = result.spec.model

@@ -143,7 +143,7 @@ def test_same_shaped_regions_share_a_library_and_each_keeps_its_weights(converte
                  for name, a in weights.items()}
     # Blocks 0-2 are one graph with three sets of weights: one library (block 3 runs the head too).
     assert len(set(weights.values())) == len(weights)
-    assert libraries["x_L28"] == libraries["x_L28_1"] == libraries["x_L28_2"] == "regions/x_L28.so"
+    assert libraries["blocks_0_L28"] == libraries["blocks_1_L28"] == libraries["blocks_2_L28"] == "regions/blocks_0_L28.so"
     assert len(set(libraries.values())) == 4 and result.artifacts == len(weights) == 6
     assert set(libraries.values()) <= set(manifest["files"]) and set(weights.values()) <= set(manifest["files"])
     assert set(libraries.values()) | {a for a in artifacts.values() if a.endswith(".so")} == \

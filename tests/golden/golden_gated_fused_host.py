@@ -8,34 +8,34 @@ Do not edit: reconvert the model instead.
 
 def forward(regions, x):
     # forward L33-43, run as one region (decisions and loops in its graph):
-    #   x, g = regions.x_L33(x)
+    #   x, g = regions.gates_0_L33(x)
     #   if g.item() > 0.5:  # decision L39: value-determined (forward L39)
-    #       x, g = regions.out_L14(x)
+    #       x, g = regions.blocks_0_fc_L14(x)
     #   else:
     #       cond_L41 = regions.cond_L41(x)
     #       if cond_L41:  # decision L41: value-determined (forward L41)
-    #           out_L42 = regions.out_L42(x)
+    #           out_L42 = regions.head_L42(x)
     #           return out_L42, 0
     #       else:
-    #           x, g = regions.x_L37_1(x)
+    #           x, g = regions.ds_group0_ds1_L37_1(x)
     #   if g.item() > 0.5:  # decision L39_1: value-determined (forward L39)
-    #       x, g = regions.out_L14_1(x)
+    #       x, g = regions.blocks_1_fc_L14(x)
     #   else:
     #       cond_L41_1 = regions.cond_L41_1(x)
     #       if cond_L41_1:  # decision L41_1: value-determined (forward L41)
-    #           out_L42_1 = regions.out_L42_1(x)
+    #           out_L42_1 = regions.head_L42_1(x)
     #           return out_L42_1, 1
     #       else:
-    #           g = regions.g_L30_1(x)
+    #           g = regions.gates_2_L30_1(x)
     #   if g.item() > 0.5:  # decision L39_2: value-determined (forward L39)
-    #       out_L43 = regions.out_L14_2(x)
+    #       out_L43 = regions.blocks_2_fc_L14(x)
     #   else:
     #       cond_L41_2 = regions.cond_L41_2(x)
     #       if cond_L41_2:  # decision L41_2: value-determined (forward L41)
-    #           out_L42_2 = regions.out_L42_2(x)
+    #           out_L42_2 = regions.head_L42_2(x)
     #           return out_L42_2, 2
     #       else:
-    #           out_L43 = regions.out_L43_1(x)
+    #           out_L43 = regions.head_L43_1(x)
     #   return out_L43, 3
     out, returned_1 = regions.block_L33(x)
     return out, returned_1

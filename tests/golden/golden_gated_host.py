@@ -6,49 +6,49 @@ Do not edit: reconvert the model instead.
 
 
 def forward(regions, x):
-    # forward L33: x = x * 2
-    x, g = regions.x_L33(x)
+    # forward L33; GatedNet._gate L30: x = x * 2
+    x, g = regions.gates_0_L33(x)
     if g.item() > 0.5:  # decision L39: value-determined (forward L39)
-        # Block.forward L14-17: out = self.blocks[0].fc(x)
-        x, g = regions.out_L14(x)
+        # Block.forward L14, L17; forward L37; GatedNet._gate L30: out = self...
+        x, g = regions.blocks_0_fc_L14(x)
     else:
         # forward L41: cond_L41 = x.abs().sum() > 3.0
         cond_L41 = regions.cond_L41(x)
         if cond_L41:  # decision L41: value-determined (forward L41)
             # forward L42: out_L42 = self.head(x)
-            out_L42 = regions.out_L42(x)
+            out_L42 = regions.head_L42(x)
             # forward L42
             return out_L42, 0
         else:
-            # forward L37: x = self.ds['group0_ds1'](x)
-            x, g = regions.x_L37_1(x)
+            # forward L37; GatedNet._gate L30: x = self.ds['group0_ds1'](x)
+            x, g = regions.ds_group0_ds1_L37_1(x)
     if g.item() > 0.5:  # decision L39_1: value-determined (forward L39)
-        # Block.forward L14-17: out = self.blocks[1].fc(x)
-        x, g = regions.out_L14_1(x)
+        # Block.forward L14, L17; GatedNet._gate L30: out = self.blocks[1].fc(x)
+        x, g = regions.blocks_1_fc_L14(x)
     else:
         # forward L41: cond_L41_1 = x.abs().sum() > 3.0
         cond_L41_1 = regions.cond_L41_1(x)
         if cond_L41_1:  # decision L41_1: value-determined (forward L41)
             # forward L42: out_L42_1 = self.head(x)
-            out_L42_1 = regions.out_L42_1(x)
+            out_L42_1 = regions.head_L42_1(x)
             # forward L42
             return out_L42_1, 1
         else:
             # GatedNet._gate L30: g = torch.sigmoid(self.gates[2](x))
-            g = regions.g_L30_1(x)
+            g = regions.gates_2_L30_1(x)
     if g.item() > 0.5:  # decision L39_2: value-determined (forward L39)
-        # Block.forward L14-17: out = self.blocks[2].fc(x)
-        out_L43 = regions.out_L14_2(x)
+        # Block.forward L14, L17; forward L43: out = self.blocks[2].fc(x)
+        out_L43 = regions.blocks_2_fc_L14(x)
     else:
         # forward L41: cond_L41_2 = x.abs().sum() > 3.0
         cond_L41_2 = regions.cond_L41_2(x)
         if cond_L41_2:  # decision L41_2: value-determined (forward L41)
             # forward L42: out_L42_2 = self.head(x)
-            out_L42_2 = regions.out_L42_2(x)
+            out_L42_2 = regions.head_L42_2(x)
             # forward L42
             return out_L42_2, 2
         else:
             # forward L43: out_L43 = self.head(x)
-            out_L43 = regions.out_L43_1(x)
+            out_L43 = regions.head_L43_1(x)
     # forward L43
     return out_L43, 3
