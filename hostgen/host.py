@@ -54,7 +54,7 @@ class _HostEmitter:
     def emit_If(self, node: If) -> list[cst.BaseStatement]:
         orelse = None
         header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(
-            f"# decision {node.decision}: {node.dclass}-determined ({node.origin.func} {node.origin.lines})"))
+            f"# decision {node.decision}: {node.dclass}-determined ({_where(node.origin, node.test)})"))
         test, body, orelse_nodes = node.test, node.body, node.orelse
         if not body and orelse_nodes and not self.instrument:  # `if c: pass else: ...` reads as `if not c:`
             test, body, orelse_nodes = _negated(test), orelse_nodes, []
@@ -69,7 +69,8 @@ class _HostEmitter:
 
     def emit_Loop(self, node: Loop) -> list[cst.BaseStatement]:
         header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(
-            f"# loop {node.decision}: execution-determined ({node.origin.func} {node.origin.lines})"))
+            f"# loop {node.decision}: execution-determined "
+            f"({_where(node.origin, node.test if node.kind == 'while' else node.iter)})"))
         body = cst.IndentedBlock(self.block(node.body), header=header)
         if node.kind == "while":
             test = node.test
@@ -109,6 +110,16 @@ class _HostEmitter:
             values = cst.Tuple([cst.Element(cst.Name(n)) for n in observe])
             args.append(cst.Arg(cst.Lambda(cst.Parameters(), values)))
         return cst.Call(cst.Attribute(cst.Name("regions"), cst.Name("decide")), args)
+
+
+def _where(origin, emitted) -> str:
+    """`forward L66`, and how the source wrote the test or iterable where the host's differs (folded
+    constants, values computed in a region): `forward L66: range(self.max_len)`."""
+    where = f"{origin.func} {origin.lines}"
+    text = " ".join(origin.text.split())
+    if not text or text == code(emitted):
+        return where
+    return f"{where}: {text if len(text) <= 48 else text[:45] + '...'}"
 
 
 def _is_hoisted(line: str, node: FusedBlock) -> bool:

@@ -17,10 +17,11 @@ def code(node: cst.CSTNode) -> str:
 class Origin:
     """Where a statement came from: file, lines, column and the function it was in."""
 
-    __slots__ = ("file", "first", "last", "col", "func")
+    __slots__ = ("file", "first", "last", "col", "func", "text")
 
-    def __init__(self, file: str, first: int, last: int, col: int, func: str):
+    def __init__(self, file: str, first: int, last: int, col: int, func: str, text: str = ""):
         self.file, self.first, self.last, self.col, self.func = file, first, last, col, func
+        self.text = text  # a decision's test or a loop's iterable as written, before folding and renaming
 
     def span(self, other: "Origin") -> "Origin":
         if other.file != self.file or other.func != self.func:

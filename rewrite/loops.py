@@ -140,7 +140,7 @@ class LoopLowering:
             return False
         out.extend(tentative)
         target = cst.Name(scope.local(node.target.value))
-        out.append(LoopNode("for", body, self.origin(frame, node.iter), target=target, iter=iterable))
+        out.append(LoopNode("for", body, self.origin(frame, node.iter, text=True), target=target, iter=iterable))
         return True
 
     def _join_iterations(self, iterations: list[list], fall_through: list, frame: Frame, node) -> list:
@@ -218,7 +218,7 @@ class LoopLowering:
                         "the loop condition is always true and no `break`, `return` or `raise` in its body "
                         "can be reached, so forward never returns",
                         "add a reachable `break`, or bound the loop (`for _ in range(max_steps):`)")
-        out.append(LoopNode("while", body, self.origin(frame, node.test), test=test))
+        out.append(LoopNode("while", body, self.origin(frame, node.test, text=True), test=test))
         return False
 
     def _enter_loop(self, variant: set[str], frame: Frame, out: list, node) -> None:

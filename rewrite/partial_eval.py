@@ -15,7 +15,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-from .cfg import IfNode, Jump, Origin, Stmt
+from .cfg import IfNode, Jump, Origin, Stmt, code
 from .checks import ExpressionChecks
 from .closures import Closure, NestedFunctions
 from .library_statements import LibraryStatements, constant_result as _constant_result
@@ -101,9 +101,10 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return  # the same construct seen again in another unrolled iteration
         self.diagnostics.append(Diagnostic(kind, Location(src.file, first, col), message, explanation, hint))
 
-    def origin(self, frame: Frame, node) -> Origin:
+    def origin(self, frame: Frame, node, text: bool = False) -> Origin:
+        """Where `node` is; with `text`, also how it is written there."""
         first, last, col = frame.src.loc(node)
-        return Origin(frame.src.file, first, last, col, frame.label)
+        return Origin(frame.src.file, first, last, col, frame.label, code(node) if text else "")
 
     # -- statements ----------------------------------------------------------
     def block(self, stmts, frame: Frame) -> tuple[list, bool]:
@@ -158,7 +159,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         env_else = scope.env
         flows = [(e, sink) for e, sink, t in ((env_body, body, t_body), (env_else, orelse, t_else)) if not t]
         scope.env = self.merge(flows, frame, node) if flows else dict(before)
-        out.append(IfNode(test, body, orelse, self.origin(frame, node.test)))
+        out.append(IfNode(test, body, orelse, self.origin(frame, node.test, text=True)))
         return not flows
 
     def _truth(self, test, frame: Frame):

@@ -13,7 +13,7 @@ def forward(regions, x):
     #       x, g = regions.blocks_0_fc_L14(x)
     #   else:
     #       cond_L41 = regions.cond_L41(x)
-    #       if cond_L41:  # decision L41: value-determined (forward L41)
+    #       if cond_L41:  # decision L41: value-determined (forward L41: x.abs().sum() > self.exit_threshold)
     #           out_L42 = regions.head_L42(x)
     #           return out_L42, 0
     #       else:
@@ -22,7 +22,7 @@ def forward(regions, x):
     #       x, g = regions.blocks_1_fc_L14(x)
     #   else:
     #       cond_L41_1 = regions.cond_L41_1(x)
-    #       if cond_L41_1:  # decision L41_1: value-determined (forward L41)
+    #       if cond_L41_1:  # decision L41_1: value-determined (forward L41: x.abs().sum() > self.exit_threshold)
     #           out_L42_1 = regions.head_L42_1(x)
     #           return out_L42_1, 1
     #       else:
@@ -31,7 +31,7 @@ def forward(regions, x):
     #       out_L43 = regions.blocks_2_fc_L14(x)
     #   else:
     #       cond_L41_2 = regions.cond_L41_2(x)
-    #       if cond_L41_2:  # decision L41_2: value-determined (forward L41)
+    #       if cond_L41_2:  # decision L41_2: value-determined (forward L41: x.abs().sum() > self.exit_threshold)
     #           out_L42_2 = regions.head_L42_2(x)
     #           return out_L42_2, 2
     #       else:

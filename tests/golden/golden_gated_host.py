@@ -14,7 +14,7 @@ def forward(regions, x):
     else:
         # forward L41: cond_L41 = x.abs().sum() > 3.0
         cond_L41 = regions.cond_L41(x)
-        if cond_L41:  # decision L41: value-determined (forward L41)
+        if cond_L41:  # decision L41: value-determined (forward L41: x.abs().sum() > self.exit_threshold)
             # forward L42: out_L42 = self.head(x)
             out_L42 = regions.head_L42(x)
             # forward L42
@@ -28,7 +28,7 @@ def forward(regions, x):
     else:
         # forward L41: cond_L41_1 = x.abs().sum() > 3.0
         cond_L41_1 = regions.cond_L41_1(x)
-        if cond_L41_1:  # decision L41_1: value-determined (forward L41)
+        if cond_L41_1:  # decision L41_1: value-determined (forward L41: x.abs().sum() > self.exit_threshold)
             # forward L42: out_L42_1 = self.head(x)
             out_L42_1 = regions.head_L42_1(x)
             # forward L42
@@ -42,7 +42,7 @@ def forward(regions, x):
     else:
         # forward L41: cond_L41_2 = x.abs().sum() > 3.0
         cond_L41_2 = regions.cond_L41_2(x)
-        if cond_L41_2:  # decision L41_2: value-determined (forward L41)
+        if cond_L41_2:  # decision L41_2: value-determined (forward L41: x.abs().sum() > self.exit_threshold)
             # forward L42: out_L42_2 = self.head(x)
             out_L42_2 = regions.head_L42_2(x)
             # forward L42
