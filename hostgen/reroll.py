@@ -296,13 +296,12 @@ class _Roll:
         for i, stmt in enumerate(self.bodies[0]):  # integers are numbered per statement
             before = _count(self.bodies[0][:i])
             body.append(stmt.visit(_Rename(canonical, region_exprs, {j - before: e for j, e in integers.items()})))
-        comment = f"# {self.times} unrolled iterations rolled up again"
+        comment = "# a loop the conversion unrolled, rolled up again"
         if table_names:
             comment += f": regions from {', '.join(table_names.values())}"
-        elif not tables:
-            comment += ", on the same regions"
+        header = cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(comment))
         loop = cst.For(cst.Name(index), cst.Call(cst.Name("range"), [cst.Arg(cst.Integer(str(self.times)))]),
-                       cst.IndentedBlock(body), leading_lines=[cst.EmptyLine(comment=cst.Comment(comment))])
+                       cst.IndentedBlock(body, header=header))
         tables_src = [cst.parse_statement(_table(name, tables[j])) for j, name in table_names.items()]
         after = {maps[-1][c]: canonical[c] for c in canonical}
         return [loop], tables_src, after

@@ -1,13 +1,13 @@
 """What a region is called: the submodule it runs, else the value it computes, and its first source line.
 
-`blocks_52_L128` for a region whose first module call is `self.blocks[52](x)`,
+`blocks_52_L128` for a region that runs `self.blocks[52]`,
 `x_L131` for one that only computes `x = shortcut`. The name comes from the
 submodule that every call on `self` in the region is under (a block whose
-convolutions and norms it runs), else from its first call on `self` (after
-inlining, `self` paths are spelled from the root: `self.groups[1][0].conv1`),
-with literal indices kept (`[52]` → `52`, `['group2_ds0']` → `group2_ds0`) and at most
-the last few parts of a long path; where the region calls none, from the
-first name it assigns. Namespace makes each name unique (`_1`, `_2`, ...).
+convolutions and norms it runs; after inlining, `self` paths are spelled from
+the root: `self.groups[1][0].conv1`), with literal indices kept (`[52]` →
+`52`, `['group2_ds0']` → `group2_ds0`) and at most the last few parts of a
+long path. A region that calls no submodule, or several unrelated ones, is
+named for the first name it assigns. Namespace makes each name unique (`_1`, `_2`, ...).
 """
 from __future__ import annotations
 
@@ -25,13 +25,13 @@ _MAX_PATH = 28
 
 def region_hint(stmts: list[Stmt]) -> str:
     paths = [path for s in stmts for path in _module_paths(s.node)]
-    if paths:  # the submodule every call is under (a block's convolutions: the block), else the first call's
-        common = []
-        for parts in zip(*paths):
-            if len(set(parts)) > 1:
-                break
-            common.append(parts[0])
-        return _shortened(common or paths[0])
+    common = []
+    for parts in zip(*paths):  # the submodule every call is under (a block's convolutions: the block)
+        if len(set(parts)) > 1:
+            break
+        common.append(parts[0])
+    if common:
+        return _shortened(common)
     for s in stmts:
         node = s.node
         targets = []

@@ -134,3 +134,14 @@ def test_blockdrop110_host_is_a_loop_and_matches(converted):
         got = net(x.numpy())
         np.testing.assert_allclose(got[0], expected[0].numpy(), rtol=1e-4, atol=1e-4)
     assert arms == {0.0, 1.0}  # blocks both run and skipped
+
+
+def test_skipnet38_host_is_three_loops_named_for_its_blocks(converted):
+    result = converted(os.path.join(ROOT, "models_zoo", "skipnet38.py"), check=20, fuse="none")
+    assert result.check.passed and result.check.eta == 0 and result.check.paths >= 3, result.check.failure
+    with open(os.path.join(result.out, "host.py"), encoding="utf-8") as fh:
+        host = fh.read()
+    assert len(host.splitlines()) < 60
+    assert host.count("for k in range(") == 3
+    # regions named for the block they run, spelled from the loop index
+    assert 'getattr(regions, f"groups_0_{k}_L36")' in host and "regions.ds_layers_group2_ds0_L141(" in host

@@ -17,7 +17,7 @@ def forward(regions, x):
     #           out_L42 = regions.head_L42(x)
     #           return out_L42, 0
     #       else:
-    #           x, g = regions.ds_group0_ds1_L37_1(x)
+    #           x, g = regions.x_L37_1(x)
     #   if g.item() > 0.5:  # decision L39_1: value-determined (forward L39)
     #       x, g = regions.blocks_1_fc_L14(x)
     #   else:

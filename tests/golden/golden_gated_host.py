@@ -21,7 +21,7 @@ def forward(regions, x):
             return out_L42, 0
         else:
             # forward L37; GatedNet._gate L30: x = self.ds['group0_ds1'](x)
-            x, g = regions.ds_group0_ds1_L37_1(x)
+            x, g = regions.x_L37_1(x)
     if g.item() > 0.5:  # decision L39_1: value-determined (forward L39)
         # Block.forward L14, L17; GatedNet._gate L30: out = self.blocks[1].fc(x)
         x, g = regions.blocks_1_fc_L14(x)
