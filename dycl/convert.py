@@ -17,7 +17,7 @@ from typing import Callable
 
 from hostgen import host_source, regions_source
 from rewrite import ConversionError, Diagnostic, rewrite_model
-from rewrite.build import reads_writes
+from rewrite.syntax import reads_writes
 from rewrite.diagnostics import Location
 
 from . import __version__

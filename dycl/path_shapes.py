@@ -20,7 +20,7 @@ arms keep every shape, costs none.
 from __future__ import annotations
 
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, RegionCall
-from rewrite.build import reads_writes
+from rewrite.syntax import reads_writes
 
 from .explore import Exploration, RegionRecord, path_forcing
 from .runtime.spec import count_leaves

@@ -52,9 +52,9 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
     if len(example_inputs) != len(params):
         raise TypeError(f"forward takes {len(params)} inputs ({', '.join(params)}) but {len(example_inputs)} were given")
     host_shapes: set[str] = set()
-    taken = set(names._taken)
+    taken = names.checkpoint()
     while True:  # again, with shapes the host reads where a region would return them as numbers
-        names._taken = set(taken)
+        names.rollback(taken)
         kinds = Kinds({p: _kind_of(v) for p, v in zip(params, example_inputs)})
         # A Python scalar or container input is a run-time value like a tensor's: `if k > 2:` is never folded.
         kinds.value_derived.update(p for p in params if kinds.get(p) != TENSOR)

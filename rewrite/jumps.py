@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .cfg import IfNode, Jump, LoopNode, Stmt
-from .staticeval import _target_names
+from .syntax import target_names
 from .values import Static
 from .walk import find
 
@@ -34,16 +34,16 @@ def assigned_names(body) -> dict[str, None]:
 
     class _V(cst.CSTVisitor):
         def visit_AssignTarget(self, node):
-            names.update(dict.fromkeys(_target_names(node.target)))
+            names.update(dict.fromkeys(target_names(node.target)))
 
         def visit_AugAssign(self, node):
-            names.update(dict.fromkeys(_target_names(node.target)))
+            names.update(dict.fromkeys(target_names(node.target)))
 
         def visit_AnnAssign(self, node):
-            names.update(dict.fromkeys(_target_names(node.target)))
+            names.update(dict.fromkeys(target_names(node.target)))
 
         def visit_For(self, node):
-            names.update(dict.fromkeys(_target_names(node.target)))
+            names.update(dict.fromkeys(target_names(node.target)))
 
         def visit_FunctionDef(self, node):
             return False

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .build import reads_writes
+from .syntax import reads_writes
 from .cfg import HostStmt, If, Loop, RegionCall
 
 __all__ = ["assign_region_signatures"]

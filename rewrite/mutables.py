@@ -21,14 +21,13 @@ import libcst as cst
 from .cfg import Stmt
 from .jumps import Frame
 from .staticeval import _plain, representation, value_of
+from .syntax import MUTATORS
 from .values import Alias, Pack, Static, Unknown
 
 __all__ = ["MutableStatics", "mutated_safely"]
 
 _PACK_REMOVERS = ("pop",)
 
-_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add",
-             "discard"}
 _CONTAINERS = (dict, set)  # lists have rewrite/lists.py
 
 
@@ -48,7 +47,7 @@ def mutated_safely(func_node: cst.CSTNode, name: str) -> bool:
 
         def visit_Attribute(self, node):
             nonlocal ok
-            if _is(node.value, name) and node.attr.value in _MUTATORS and id(node) not in self._allowed:
+            if _is(node.value, name) and node.attr.value in MUTATORS and id(node) not in self._allowed:
                 ok = False
 
         def visit_AugAssign(self, node):
@@ -132,7 +131,7 @@ class MutableStatics:
         in a host loop around it). Otherwise the container is written out as it is and becomes a run-time
         value that the statement then changes. True when handled here."""
         if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) \
-                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value in _MUTATORS:
+                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value in MUTATORS:
             call = node.value
             target = call.func.value
 

@@ -34,7 +34,8 @@ from .state import AttributeWrites
 from .names import Namespace
 from .returns import ReturnFact
 from .source import FunctionSource, function_source
-from .staticeval import Method, Scope, _target_names, fold, representation, value_of
+from .staticeval import Method, Scope, fold, representation, value_of
+from .syntax import MUTATORS_RETURNING_NONE, target_names
 from .values import IS_TENSOR, NOT_NONE, Alias, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
 
@@ -358,7 +359,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             # The source expression first: `b = a` binds the very TensorConst `a` holds (so an update of `a`
             # in place is seen to change `b`), and a folded module path is relative to the model, which an
             # inlined submodule's scope (`self` is the submodule) cannot resolve.
-            names = [n for t in node.targets for n in _target_names(t.target)]
+            names = [n for t in node.targets for n in target_names(t.target)]
             bindable = all(isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets) \
                 and not any(frame.variant(n) for n in names)
             static = self._static(node.value, frame) if bindable else None
@@ -643,7 +644,6 @@ def _mutable(value) -> bool:
     return isinstance(value, (list, dict, set)) or isinstance(value, tuple) and any(map(_mutable, value))
 
 
-_MUTATORS = {"append", "extend", "insert", "remove", "clear", "update", "add", "discard"}
 _CONSTANTS = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.SimpleString, cst.Integer, cst.Float, cst.Name)
 
 
@@ -655,7 +655,7 @@ def _mutates_a_constant(value: cst.BaseExpression) -> bool:
     mutate, and the statement has no other effect.
     """
     if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in _MUTATORS and isinstance(value.func.value, (cst.List, cst.Dict, cst.Set))):
+            and value.func.attr.value in MUTATORS_RETURNING_NONE and isinstance(value.func.value, (cst.List, cst.Dict, cst.Set))):
         return False
     return all(isinstance(a.value, _CONSTANTS) and a.star == "" for a in value.args)
 

@@ -15,6 +15,7 @@ import libcst as cst
 import torch
 from torch import nn
 
+from .syntax import MUTATORS, bound_names, target_names
 from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, IsTensor, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
                      Unknown, constant_tensor, is_literal, static_python_value, to_node)
 
@@ -51,7 +52,6 @@ class Scope:
 
 
 _SAFE_METHOD_OWNERS = (str, tuple, range, dict, frozenset, int, float)
-_MUTATING = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add"}
 
 
 def _resolve_name(name: str, scope: Scope):
@@ -239,7 +239,7 @@ def _call(node: cst.Call, scope: Scope):
     if isinstance(func, Static) and isinstance(func.value, types.BuiltinFunctionType | types.MethodType) \
             and getattr(func.value, "__self__", None) is not None \
             and isinstance(func.value.__self__, _SAFE_METHOD_OWNERS) \
-            and func.value.__name__ not in _MUTATING:
+            and func.value.__name__ not in MUTATORS:
         fn = func.value
     elif isinstance(func, Static) and _hashable_in(func.value, SAFE_CALLS):
         fn = func.value
@@ -470,7 +470,7 @@ def _comprehension(node, scope: Scope) -> list:
             raise Unknown("comprehension") from None
         if items is None:
             raise Unknown("long comprehension")
-        names = _target_names(comp.target)
+        names = target_names(comp.target)
         for item in items:
             bound: dict = {}
             _bind_target(comp.target, item, bound)
@@ -627,7 +627,7 @@ class _Folder(cst.CSTTransformer):
                 self.replace[node] = node.with_changes(value=to_node(index))
                 return False
         elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
-            self.shadow.append(_bound_names(node))
+            self.shadow.append(bound_names(node))
             return True
         if isinstance(node, cst.BaseExpression) and not isinstance(node, cst.Lambda):
             if isinstance(node, cst.Name) and self._shadowed(node.value):
@@ -714,30 +714,6 @@ def _expand_stars(original: list, updated: list, scope: Scope) -> list:
         else:
             out.extend(cst.Arg(n, keyword=cst.Name(k)) for k, n in zip(value.keywords, nodes))
     return out
-
-
-def _bound_names(node: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-    if isinstance(node, cst.Lambda):
-        for p in node.params.params:
-            names.add(p.name.value)
-        return names
-    comp = node.for_in
-    while comp is not None:
-        for n in _target_names(comp.target):
-            names.add(n)
-        comp = comp.inner_for_in
-    return names
-
-
-def _target_names(target: cst.BaseExpression):
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
-            yield from _target_names(el.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
 
 
 def fold(node: cst.BaseExpression, scope: Scope) -> cst.BaseExpression:

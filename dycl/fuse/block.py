@@ -7,7 +7,7 @@ import libcst as cst
 import onnx
 from onnx import TensorProto, helper
 
-from rewrite.build import reads_writes
+from rewrite.syntax import reads_writes
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 
 from .graph import (ARITH, NP_ELEM, Appended, Env, Expr, Graph, Names, Tup, Unfusable, Val, from_type, read,

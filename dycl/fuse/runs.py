@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrite.build import reads_writes
+from rewrite.syntax import reads_writes
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall
 
 from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, from_type, scalar_kind
