@@ -19,6 +19,7 @@ from hostgen import host_source, regions_source
 from rewrite import ConversionError, Diagnostic, rewrite_model
 from rewrite.syntax import reads_writes
 from rewrite.diagnostics import Location
+from rewrite.kinds import DecisionClass
 
 from . import __version__
 from ._torch_regions import import_regions
@@ -409,7 +410,7 @@ def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
                 and not _rank_test(d.test):
             continue
         arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
-        if d.dclass == "shape" and len(arms) == 1:
+        if d.dclass == DecisionClass.SHAPE and len(arms) == 1:
             fixed[d.decision] = arms.pop()
     return _shapes_of_shapes(st, fixed)
 

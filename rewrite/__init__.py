@@ -8,6 +8,7 @@ from torch import nn
 from .build import Builder
 from .cfg import HostStmt, If, Program, Region, RegionCall, host_nodes
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds
+from .kinds import ValueKind
 from .diagnostics import ConversionError, Diagnostic
 from .liveness import assign_region_signatures
 from .names import Namespace
@@ -15,11 +16,12 @@ from .partial_eval import PartialEvaluator
 from .source import function_source
 from .walk import find
 from .merge import merge_across_host, tail_merge
+from .verify import verify
 
 __all__ = ["rewrite_model", "Program", "Region", "RegionCall", "HostStmt", "If", "ConversionError", "Diagnostic"]
 
 
-def _kind_of(value) -> str:
+def _kind_of(value) -> ValueKind:
     if isinstance(value, torch.Tensor):
         return TENSOR
     if isinstance(value, (tuple, list, dict)):
@@ -75,6 +77,7 @@ def rewrite_model(model: nn.Module, example_inputs: tuple, fixed: dict[str, bool
                    evaluator.globals)
     program.loops = loops
     program.defaults = evaluator.defaults
+    verify(program)
     return program
 
 

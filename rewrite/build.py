@@ -12,6 +12,7 @@ import libcst as cst
 
 from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
+from .kinds import DecisionClass, LoopKind, StmtKind, TestKind
 from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
 from .syntax import MUTATORS, lowered_writes, reads_writes, target_names
@@ -106,7 +107,7 @@ class Builder:
         body_kinds, else_kinds = kinds.copy(), kinds.copy()
         # What an arm of a shape decision assigns (`early_exit = True` when `len(m.shape) == 4`) follows from
         # shapes too: only the arms of a value decision make values derived from run-time data.
-        arms_depth = 1 if value or node.kind == "guard" else 0
+        arms_depth = 1 if value or node.kind == TestKind.GUARD else 0
         self._dynamic_depth += arms_depth
         self._value_arms += arms_depth
         known = dict(self._known)
@@ -127,7 +128,8 @@ class Builder:
                             if after_body.get(n) is d and self._shape_defs.get(n) is d}
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
-        dclass = "execution" if node.kind == "guard" else "value" if value else "shape"
+        dclass = DecisionClass.EXECUTION if node.kind == TestKind.GUARD else DecisionClass.VALUE if value \
+            else DecisionClass.SHAPE
         result = If(test, body, orelse, node.origin, decision, dclass)
         result.facts = facts
         self.decisions.append(result)
@@ -170,7 +172,7 @@ class Builder:
         for _ in range(3):
             snap = self._snapshot()
             dry = kinds.copy()
-            if node.kind == "for":
+            if node.kind == LoopKind.FOR:
                 dry.set(node.target.value, SCALAR)
             self._loop_once(node, dry, [], [], lambda: None)
             self._restore(snap)
@@ -183,7 +185,7 @@ class Builder:
     def _loop_once(self, node: LoopNode, kinds: Kinds, pending: list, out: list, flush) -> None:
         decision = self.decision_names.fresh(f"L{node.origin.first}")
         reevaluate: list[Stmt] = []
-        if node.kind == "for":
+        if node.kind == LoopKind.FOR:
             iterable = to_host(hoist(node.iter, kinds, self._emitter(kinds, pending, node.origin, "iter")), kinds)
             flush()
             kinds.set(node.target.value, SCALAR)
@@ -405,7 +407,7 @@ class Builder:
             definition = self._shape_defs[name]
             self._rematerialize(definition.node, pending, kinds)
             if name not in {n for s in pending for n in reads_writes(s.node)[1]}:
-                pending.insert(0, Stmt(to_region(definition.node, kinds), definition.origin, kind="remat"))
+                pending.insert(0, Stmt(to_region(definition.node, kinds), definition.origin, kind=StmtKind.REMAT))
 
     @staticmethod
     def _is_tensor_target(target, kinds: Kinds) -> bool:

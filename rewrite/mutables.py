@@ -20,6 +20,7 @@ import libcst as cst
 
 from .cfg import Stmt
 from .jumps import Frame
+from .kinds import LoopMode
 from .staticeval import _plain, representation, value_of
 from .syntax import MUTATORS
 from .values import Alias, Pack, Static, Unknown
@@ -102,7 +103,7 @@ class MutableStatics:
     def _own(self, name: str, container, frame: Frame) -> None:
         """Bind `name` to a copy of `container` that conversion may change."""
         owned = copy.copy(container)
-        self._owned_containers[id(owned)] = (self.arms, frame.loops.count("host"))
+        self._owned_containers[id(owned)] = (self.arms, frame.loops.count(LoopMode.HOST))
         self._owned_keep.append(owned)  # ids stay unique while the evaluator runs
         frame.scope.env[name] = Static(owned)
         frame.scope.poisoned.discard(name)
@@ -155,7 +156,7 @@ class MutableStatics:
         owned = self._owned(target, frame)
         if owned is None:
             return False
-        if self._owned_containers.get(id(owned)) == (self.arms, frame.loops.count("host")):
+        if self._owned_containers.get(id(owned)) == (self.arms, frame.loops.count(LoopMode.HOST)):
             trial = copy.copy(owned)
             try:
                 run(trial)

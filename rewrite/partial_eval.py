@@ -27,6 +27,7 @@ from .inline import Inlining
 from .lists import ListBuilding
 from .mutables import MutableStatics, mutated_safely
 from .jumps import Frame, as_tuple, binop_of
+from .kinds import JumpKind, LoopMode
 from .imports import imported_names
 from .nonnull import is_tensor, never_none, never_none_items
 from .loops import LoopLowering
@@ -264,11 +265,11 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             if dispatched is not None:
                 return dispatched
             self._check_mutation(node, frame)
-        if isinstance(node, (cst.Break, cst.Continue)) and frame.loops and frame.loops[-1] == "host":
+        if isinstance(node, (cst.Break, cst.Continue)) and frame.loops and frame.loops[-1] == LoopMode.HOST:
             out.append(Stmt(node, origin))
             return True
         if isinstance(node, (cst.Break, cst.Continue)):
-            kind = "break" if isinstance(node, cst.Break) else "continue"
+            kind = JumpKind.BREAK if isinstance(node, cst.Break) else JumpKind.CONTINUE
             jump = Jump(kind, origin)
             frame.exits[kind].append((dict(scope.env), jump.before))
             out.append(jump)
@@ -280,12 +281,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             if frame.result is None:
                 out.append(Stmt(node.with_changes(value=value), origin))
                 return True
-            jump = Jump("return", origin)
+            jump = Jump(JumpKind.RETURN, origin)
             if frame.result:
                 stmt = Stmt(cst.Assign([cst.AssignTarget(cst.Name(frame.result))], value or cst.Name("None")), origin)
                 jump.before.append(stmt)
                 frame.returns.append(self._return_fact(node.value, value, frame, stmt))
-            frame.exits["return"].append((dict(scope.env), jump.before))
+            frame.exits[JumpKind.RETURN].append((dict(scope.env), jump.before))
             out.append(jump)
             return True
         if isinstance(node, (cst.Global, cst.Nonlocal)):
