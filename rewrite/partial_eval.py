@@ -35,7 +35,7 @@ from .state import AttributeWrites
 from .names import Namespace
 from .returns import ReturnFact
 from .source import FunctionSource, function_source
-from .staticeval import Method, Scope, fold, representation, value_of
+from .staticeval import NOT_FOLDABLE, NOT_STATIC, Method, Scope, fold, representation, value_of
 from .syntax import MUTATORS_RETURNING_NONE, target_names
 from .values import IS_TENSOR, NOT_NONE, Alias, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
@@ -167,12 +167,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         """True/False for a test decided at conversion time, None otherwise."""
         try:
             value = value_of(test, frame.scope)
-        except Exception:
+        except NOT_STATIC:
             return None
         if isinstance(value, Static):
             try:
                 return bool(value.value)
-            except Exception:  # a tensor of several values: as ambiguous at run time, where it raises
+            except NOT_FOLDABLE:  # a tensor of several values: as ambiguous at run time, where it raises
                 return None
         if isinstance(value, (StaticList, SizedList)):  # `if to_cat:` on a list of known length
             return bool(value.items if isinstance(value, StaticList) else value.length)
@@ -493,7 +493,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return None
         try:
             func = value_of(call.func, frame.scope)
-        except Exception:
+        except NOT_STATIC:
             return None
         if not (isinstance(func, Static) and func.value is torch._assert):
             return None
@@ -507,7 +507,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         func = exc.func if isinstance(exc, cst.Call) else exc
         try:
             cls = value_of(func, frame.scope) if func is not None else None
-        except Exception:
+        except NOT_STATIC:
             cls = None
         cls = getattr(cls, "value", None)
         if not (isinstance(cls, type) and issubclass(cls, BaseException) and getattr(builtins, cls.__name__, None) is cls):
@@ -573,9 +573,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
     def _static(self, expr, frame):
         try:
             value = value_of(expr, frame.scope)
-        except Unknown:
-            return None
-        except Exception:
+        except NOT_STATIC:
             return None
         return self._constant(value)
 
@@ -606,7 +604,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         for node in find(expr, cst.Subscript):
             try:
                 base = value_of(node.value, frame.scope)
-            except Exception:
+            except NOT_STATIC:
                 continue
             if not isinstance(base, ModRef) or not isinstance(base.obj, (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
                 continue
@@ -616,7 +614,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 self._error("dynamic-module", frame.src, node, "module chosen by a run-time value",
                             "each compiled region calls fixed modules; the index is only known at run time",
                             "select the module with if/elif on the value (`if k == 0: y = self.experts[0](x)`)")
-            except Exception:
+            except NOT_FOLDABLE:
                 continue
 
 

@@ -19,7 +19,15 @@ from .syntax import MUTATORS, bound_names, target_names
 from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, IsTensor, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
                      Unknown, constant_tensor, is_literal, static_python_value, to_node)
 
-__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
+__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items", "NOT_FOLDABLE", "NOT_STATIC"]
+
+# What Python raises when an operation meets values it does not fit, so that the expression does not fold:
+# `x < "a"` or an unhashable key (TypeError), `bool(t)` of a tensor of several values (RuntimeError),
+# `int("a")` or a bad unpacking (ValueError), `d[k]` of a missing key (LookupError), `1 / 0`
+# (ArithmeticError). Anything else from dycl's own code is a bug, and surfaces.
+NOT_FOLDABLE = (TypeError, ValueError, LookupError, ArithmeticError, RuntimeError)
+# What `value_of` raises for an expression that is not fixed at conversion time.
+NOT_STATIC = (Unknown,) + NOT_FOLDABLE
 
 
 class Method:
@@ -148,7 +156,7 @@ def _tensor_literal(node: cst.Call, scope: "Scope") -> TensorConst:
         raise Unknown("tensor call")
     try:
         result = torch.tensor(*args, **kwargs)
-    except Exception:
+    except NOT_FOLDABLE:
         raise Unknown("tensor call failed") from None
     const = constant_tensor(result)
     if const is None:
@@ -287,7 +295,7 @@ def _call(node: cst.Call, scope: Scope):
         return Static(args[2])
     try:
         result = fn(*args, **kwargs)
-    except Exception:
+    except Exception:  # library code run at conversion time: whatever it raises, this call is not folded
         raise Unknown("call failed") from None
     if isinstance(result, (torch.Tensor, nn.Module)):
         raise Unknown("tensor")
@@ -329,7 +337,7 @@ def value_of(node: cst.BaseExpression, scope: Scope):
             raise Unknown("index")
         try:
             item = _plain(base)[key]
-        except Exception:
+        except NOT_FOLDABLE:
             raise Unknown("index") from None
         return _computed(item, base)
     if isinstance(node, cst.Call):
@@ -358,7 +366,7 @@ def value_of(node: cst.BaseExpression, scope: Scope):
         left, right = _plain(operands[0]), _plain(operands[1])
         try:
             result = BINOPS[type(node.operator)](left, right)
-        except Exception:
+        except NOT_FOLDABLE:
             raise Unknown("binop") from None
         return _computed(result, *operands)
     if isinstance(node, cst.UnaryOperation):
@@ -371,7 +379,7 @@ def value_of(node: cst.BaseExpression, scope: Scope):
             return Static(not value)
         try:
             result = -value if op is cst.Minus else +value if op is cst.Plus else ~value
-        except Exception:
+        except NOT_FOLDABLE:
             raise Unknown("unary") from None
         return _computed(result, operand)
     if isinstance(node, cst.Comparison):
@@ -550,7 +558,7 @@ def _filtered_pack(node: cst.DictComp, scope: Scope) -> Pack:
 def _holds_constant_tensor(node, scope: Scope) -> bool:
     try:
         return isinstance(value_of(node, scope), TensorConst)
-    except Exception:
+    except NOT_STATIC:
         return False
 
 
@@ -564,7 +572,7 @@ def _tensor_comparison(node: cst.Comparison, left, scope: Scope) -> TensorConst:
         raise Unknown("comparison with a module value")
     try:
         result = CMPOPS[type(target.operator)](_plain(left), _plain(right))
-    except Exception:
+    except NOT_FOLDABLE:
         raise Unknown("comparison") from None
     return _computed(result, left, right)
 
@@ -581,7 +589,7 @@ def _none_test(left: cst.BaseExpression, right: cst.BaseExpression, scope: Scope
         return None
     try:
         base = value_of(left.value, scope)
-    except Exception:
+    except NOT_STATIC:
         return None
     if not isinstance(base, ModRef) or not hasattr(base.obj, left.attr.value):
         return None
@@ -642,7 +650,7 @@ class _Folder(cst.CSTTransformer):
         """`inp[ii]` with `ii` a 0-d integer TensorConst: index with the int (`inp[2]`), as torch would."""
         try:
             value = value_of(node, self.scope)
-        except Exception:
+        except NOT_STATIC:
             return None
         if isinstance(value, TensorConst):
             index = _as_index(value.value)
@@ -654,7 +662,7 @@ class _Folder(cst.CSTTransformer):
             return representation(value_of(node, self.scope))
         except Unknown:
             pass
-        except Exception:
+        except NOT_FOLDABLE:
             return None
         # `static and dynamic`, `x if static else y`: keep only the part that matters.
         if isinstance(node, cst.BooleanOperation):
@@ -696,7 +704,7 @@ def _expand_stars(original: list, updated: list, scope: Scope) -> list:
     for before, after in zip(original, updated):
         try:
             value = value_of(before.value, scope) if before.star else None
-        except Exception:
+        except NOT_STATIC:
             value = None
         if isinstance(value, Static) and isinstance(value.value, (tuple, list, dict)):
             value = Pack(*((tuple(Static(v) for v in value.value), None) if before.star == "*" else
