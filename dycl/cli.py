@@ -19,6 +19,7 @@ _STEP_TEXT = {
     "rewrite": "Rewriting forward (libcst)",
     "generate": "Generating host.py and regions",
     "explore": "Exploring shapes and paths",
+    "fold_shapes": "Folding shape decisions that never varied",
     "export": "Exporting and compiling regions",
     "fuse": "Moving decisions and loops into graphs (onnxruntime)",
     "package": "Writing the package",
@@ -66,12 +67,19 @@ def main() -> None:
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="TVM: compile and tune regions here (local) or as tasks on a Ray cluster (needs --target).")
 @click.option("--address", metavar="ADDR", help="Ray cluster to join (default: $RAY_ADDRESS, else start Ray here).")
+@click.option("--dump-after", metavar="STEP",
+              help="Stop after STEP (a conversion step, e.g. rewrite or explore, or a pass of the rewrite, e.g. "
+                   "partial_eval or liveness; a wrong name lists them all) and write the program as it stands "
+                   "then, as source text, to stdout or --dump-to. No package is written.")
+@click.option("--dump-to", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
+              help="With --dump-after: write the dump to FILE instead of stdout.")
 def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, fuse, tune_trials,
-            tune_budget, jobs, timeout, executor, address) -> None:
+            tune_budget, jobs, timeout, executor, address, dump_after, dump_to) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
 
-    from .convert import ConvertOptions, StepFailed, TimedOut, convert as run_convert
+    from .convert import STEPS, ConvertOptions, StepFailed, TimedOut, convert as run_convert
+    from rewrite import PASS_NAMES
     from .executors.cluster import RayMissing
     from .modelfile import ModelFileError
     from .outdir import OutputError
@@ -83,6 +91,13 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
         raise click.UsageError("--executor ray compiles TVM regions on a cluster: use it with --backend tvm or auto "
                                "(onnxruntime compiles a region in milliseconds, here)")
     _explicit_target(executor, backend, target)
+    stops = [name for name, _ in STEPS] + PASS_NAMES
+    if dump_after is not None and dump_after not in stops:
+        raise click.BadParameter(f"{dump_after!r} is no step; the steps, in order: {', '.join(stops[:2])} "
+                                 f"(its passes: {', '.join(PASS_NAMES)}), {', '.join(stops[2:len(STEPS)])}",
+                                 param_hint="--dump-after")
+    if dump_to is not None and dump_after is None:
+        raise click.UsageError("--dump-to says where --dump-after writes: give --dump-after STEP too")
     console = Console(stderr=True)
     opts = ConvertOptions(model_file, out, backend, check_n, model_ref, list(inputs) or None, seed,
                           list(dynamic) or None)
@@ -90,6 +105,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     opts.fuse = fuse
     opts.jobs = jobs or opts.jobs
     opts.timeout = timeout
+    opts.dump_after = dump_after
     start = time.perf_counter()
     try:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -146,8 +162,20 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
         click.echo(f"error: conversion {exc}", err=True)
         click.echo("No output was written.", err=True)
         sys.exit(1)
+    if dump_after is not None:
+        _write_dump(result.dump, dump_to)
+        return
     info = summary(result)
     _print_summary(Console(), info, result.out, time.perf_counter() - start)
+
+
+def _write_dump(text: str, path: str | None) -> None:
+    if path is None:
+        click.echo(text, nl=False)
+        return
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    click.echo(f"wrote {path}", err=True)
 
 
 def _compiler(executor: str, address: str | None):

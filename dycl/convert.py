@@ -1,9 +1,12 @@
 """The conversion pipeline: an explicit ordered list of small steps over one state.
 
-load → rewrite → generate → explore → export → package → check. Each step's
-failure is re-raised as `StepFailed` naming the step; the output directory is
-written to a temporary folder and renamed into place only when every step,
-the final check included, has passed.
+load → rewrite → generate → explore → fold_shapes → export → fuse → package →
+check (`STEPS`; the rewrite runs its own passes, `rewrite.PASS_NAMES`). Each
+step's failure is re-raised as `StepFailed` naming the step; the output
+directory is written to a temporary folder and renamed into place only when
+every step, the final check included, has passed. `ConvertOptions.dump_after`
+stops after the step or rewrite pass it names, with the program as text in
+`ConversionResult.dump` and no package written (dump_after.py).
 """
 from __future__ import annotations
 
@@ -16,9 +19,10 @@ import time
 from typing import Callable
 
 from hostgen import host_source, regions_source
-from rewrite import ConversionError, Diagnostic, rewrite_model
-from rewrite.build import reads_writes
+from rewrite import PASS_NAMES, ConversionError, Diagnostic, rewrite_model
+from rewrite.syntax import reads_writes
 from rewrite.diagnostics import Location
+from rewrite.kinds import DecisionClass
 
 from . import __version__
 from ._torch_regions import import_regions
@@ -26,6 +30,7 @@ from .backends import artifact_files, get_backend
 from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
+from .dump_after import DumpReached, step_dump
 from .explore import PythonValueOut, explore
 from .export import export_region, torch_region_info, verify_region
 from .shape_deps import names_in, shapes_follow_shapes, value_shaped_names
@@ -49,7 +54,7 @@ def _quiet(step: str, detail: str, done: int, total: int) -> None:
 
 class ConvertOptions:
     __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
-                 "target", "fuse", "tune", "jobs", "timeout", "source", "compile_all")
+                 "target", "fuse", "tune", "jobs", "timeout", "source", "compile_all", "dump_after")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
@@ -70,6 +75,7 @@ class ConvertOptions:
         # How regions are compiled: compile_pool.compile_all (worker processes here) or, with `--executor ray`,
         # executors.ray_compile.RayCompiler.compile_all (Ray tasks); the same signature and results.
         self.compile_all = compile_all
+        self.dump_after: str | None = None  # a step or rewrite pass: stop after it, the program in result.dump
 
     def make_backend(self, name: str | None = None):
         name = name or self.backend
@@ -102,6 +108,7 @@ class ConversionResult:
         self.out = ""
         self.progress: Progress = _quiet
         self.digest = ""  # the package digest: SHA-256 of manifest.json, which lists every file's SHA-256
+        self.dump = ""  # with ConvertOptions.dump_after: the program after that step, as text (no package)
 
 
 class TimedOut(BaseException):
@@ -146,7 +153,18 @@ def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_rewrite(opts: ConvertOptions, st: ConversionResult) -> None:
-    st.program = rewrite_model(st.spec.model, st.spec.inputs)
+    st.program = rewrite_model(st.spec.model, st.spec.inputs, on_pass=_pass_dumper(opts))
+
+
+def _pass_dumper(opts: ConvertOptions):
+    """Stop after the rewrite pass `opts.dump_after` names, if it names one."""
+    if opts.dump_after not in PASS_NAMES:
+        return None
+
+    def on_pass(name: str, state) -> None:
+        if name == opts.dump_after:
+            raise DumpReached(name, f"# dycl --dump-after {name} (a pass of the rewrite)\n" + state.dump())
+    return on_pass
 
 
 def _source(st: ConversionResult) -> str:
@@ -165,19 +183,25 @@ def step_generate(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
+    """Run the rewritten program on the example and sample inputs, forcing every decision both ways."""
     try:
-        _explore_program(opts, st)
+        _explore(opts, st)
     except PythonValueOut as exc:
         raise ConversionError([_python_value_out(st.program, exc)]) from None
 
 
-def _explore_program(opts: ConvertOptions, st: ConversionResult) -> None:
-    _explore(opts, st)
-    constant = _constant_shape_decisions(st)
-    if constant:  # fold them, like static config, and explore the smaller program
-        st.program = rewrite_model(st.spec.model, st.spec.inputs, fixed=constant)
-        step_generate(opts, st)
-        _explore(opts, st)
+def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
+    """Shape decisions that went one way on every run fold like static config: the program is rewritten
+    with them fixed, generated and explored again. Then every region must have been reached, at every
+    size the program ran at."""
+    try:
+        constant = _constant_shape_decisions(st)
+        if constant:
+            st.program = rewrite_model(st.spec.model, st.spec.inputs, fixed=constant)
+            step_generate(opts, st)
+            _explore(opts, st)
+    except PythonValueOut as exc:
+        raise ConversionError([_python_value_out(st.program, exc)]) from None
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
         raise ConversionError(_unreached(unreached))
@@ -409,7 +433,7 @@ def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
                 and not _rank_test(d.test):
             continue
         arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
-        if d.dclass == "shape" and len(arms) == 1:
+        if d.dclass == DecisionClass.SHAPE and len(arms) == 1:
             fixed[d.decision] = arms.pop()
     return _shapes_of_shapes(st, fixed)
 
@@ -692,6 +716,7 @@ STEPS: list[tuple[str, Callable]] = [
     ("rewrite", step_rewrite),
     ("generate", step_generate),
     ("explore", step_explore),
+    ("fold_shapes", step_fold_shapes),
     ("export", step_export),
     ("fuse", step_fuse),
     ("package", step_package),
@@ -705,6 +730,7 @@ def convert(opts: ConvertOptions, on_step: Callable[[str, str], None] | None = N
 
     Raises OutputError, before any work, when `opts.out` is neither missing, empty nor a dycl package.
     `on_step(step, "start" | "done")` brackets each step; `on_progress` says what inside it is running.
+    With `opts.dump_after`, returns after that step with the program in `result.dump` and no package.
     """
     st = ConversionResult()
     st.progress = on_progress or _quiet
@@ -715,6 +741,9 @@ def convert(opts: ConvertOptions, on_step: Callable[[str, str], None] | None = N
             _run_steps(opts, st, on_step)
         replace_dir(st.workdir, out)
         st.out = out
+        return st
+    except DumpReached as stop:
+        st.dump = stop.text
         return st
     finally:
         if os.path.exists(st.workdir):
@@ -770,7 +799,7 @@ def _run_steps(opts: ConvertOptions, st: ConversionResult, on_step) -> None:
         start = time.perf_counter()
         try:
             step(opts, st)
-        except (ConversionError, KeyboardInterrupt):
+        except (ConversionError, KeyboardInterrupt, DumpReached):
             raise
         except SystemExit as exc:  # else `dycl convert` would end with the model's exit code, saying nothing
             raise StepFailed(name, ModelExited(exc.code)) from None
@@ -779,6 +808,8 @@ def _run_steps(opts: ConvertOptions, st: ConversionResult, on_step) -> None:
         st.timings[name] = time.perf_counter() - start
         if on_step:
             on_step(name, "done")
+        if opts.dump_after == name:
+            raise DumpReached(name, step_dump(name, st))
 
 
 def _region_meta(region, record, info, artifact, origin, backend: str) -> dict:

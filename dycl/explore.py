@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from rewrite.diagnostics import ConversionError, Diagnostic, Location
+from rewrite.kinds import DecisionClass, LoopKind
 
 from ._torch_regions import flatten_torch
 from .runtime.spec import describe, flatten, unflatten
@@ -173,17 +174,17 @@ class _ExploringRegions:
         forced = self._force.get(decision)
         if self._replay is not None:
             taken = self._next(decision)
-        elif dclass == "value" and isinstance(forced, bool):
+        elif dclass == DecisionClass.VALUE and isinstance(forced, bool):
             taken = forced
-        elif dclass == "execution" and isinstance(forced, int) and not isinstance(forced, bool):
+        elif dclass == DecisionClass.EXECUTION and isinstance(forced, int) and not isinstance(forced, bool):
             count = self._evaluations.get(decision, 0)
             self._evaluations[decision] = count + 1
             taken = count < forced if isinstance(forced, Exactly) else taken and count < forced
         self._explorer.classes[decision] = dclass
-        if dclass == "execution" and taken:
+        if dclass == DecisionClass.EXECUTION and taken:
             self._count(decision)
         self.path.append((decision, taken))
-        if dclass == "execution" and taken and self._natural:
+        if dclass == DecisionClass.EXECUTION and taken and self._natural:
             self._explorer.loop_iterations[decision] = self._explorer.loop_iterations.get(decision, 0) + 1
         return taken
 
@@ -208,7 +209,7 @@ class _ExploringRegions:
     def iterate(self, decision: str, iterable):
         """A host `for` loop; forcing an int n stops it after n iterations."""
         forced = self._force.get(decision)
-        self._explorer.classes[decision] = "loop"
+        self._explorer.classes[decision] = LoopKind.FOR
         for k, item in enumerate(iterable):
             if isinstance(forced, int) and not isinstance(forced, bool) and k >= forced:
                 break
@@ -418,7 +419,7 @@ def path_forcing(path: tuple, classes: dict[str, str]) -> tuple:
     """The value-determined decisions of a path that went one way only, as a forcing (hashable: sorted pairs)."""
     arms: dict[str, set] = {}
     for decision, taken in path:
-        if classes.get(decision) == "value":
+        if classes.get(decision) == DecisionClass.VALUE:
             arms.setdefault(decision, set()).add(taken)
     return tuple(sorted((d, next(iter(a))) for d, a in arms.items() if len(a) == 1))
 
@@ -473,7 +474,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     forced_runs = 0
     for _ in range(max_forced):
         missing = sorted((d, v) for d in reached_under for v in (True, False)
-                         if (d, v) not in exp.arms and exp.classes.get(d) == "value")
+                         if (d, v) not in exp.arms and exp.classes.get(d) == DecisionClass.VALUE)
         progress = False
         for decision, value in missing:
             if (decision, value) in exp.arms:
@@ -497,10 +498,10 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
     # Loops: run each at most 0, 1 and 2 times, and a `while` exactly 1 and 2 times (more than any sample
     # may have run it), so code after a loop, and state it grows, see several trip counts.
     for decision, dclass in sorted(exp.classes.items()):
-        if dclass not in ("execution", "loop") or decision not in reached_under:
+        if dclass not in (DecisionClass.EXECUTION, LoopKind.FOR) or decision not in reached_under:
             continue
         first, under = reached_under[decision]
-        for n in (0, 1, 2) + ((Exactly(1), Exactly(2)) if dclass == "execution" else ()):
+        for n in (0, 1, 2) + ((Exactly(1), Exactly(2)) if dclass == DecisionClass.EXECUTION else ()):
             try:
                 exp.run(inputs[first], {**under, decision: n})
                 forced_runs += 1
@@ -509,7 +510,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 continue
     if resized:  # every arm at every declared size, not only the arms samples missed
         for decision, (first, under) in sorted(reached_under.items()):
-            if exp.classes.get(decision) == "value":
+            if exp.classes.get(decision) == DecisionClass.VALUE:
                 forcings.extend({**under, decision: v} for v in (True, False))
         # and every path seen: a region behind two decisions (`else:` of an `elif`) needs both forced
         # at once, or the other sizes may never reach it and its dims stay those of one size

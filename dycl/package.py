@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 
+from rewrite.kinds import DecisionClass
+
 from .picture import program_dot, tree_text
 from .runtime.verify import package_digest, sha256_file
 
@@ -72,7 +74,8 @@ def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
 
 def summary(st) -> dict:
     program = st.program
-    classes = {"static": program.static_decisions, "shape": 0, "value": 0, "execution": len(program.loops)}
+    classes = {DecisionClass.STATIC: program.static_decisions, DecisionClass.SHAPE: 0, DecisionClass.VALUE: 0,
+               DecisionClass.EXECUTION: len(program.loops)}
     for d in program.decisions:
         classes[d.dclass] = classes.get(d.dclass, 0) + 1
     exp = st.exploration

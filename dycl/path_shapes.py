@@ -20,7 +20,8 @@ arms keep every shape, costs none.
 from __future__ import annotations
 
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, RegionCall
-from rewrite.build import reads_writes
+from rewrite.kinds import DecisionClass
+from rewrite.syntax import reads_writes
 
 from .explore import Exploration, RegionRecord, path_forcing
 from .runtime.spec import count_leaves
@@ -82,7 +83,7 @@ class _Walk:
 
     def visit_If(self, node: If, state: dict) -> dict:
         arms = [self.block(node.body, state), self.block(node.orelse, state)]
-        return _join(arms, node.decision if node.dclass == "value" else None)
+        return _join(arms, node.decision if node.dclass == DecisionClass.VALUE else None)
 
     def visit_Loop(self, node: Loop, state: dict) -> dict:
         # The trip counts that grow state are exploration's own (each loop run exactly 0, 1 and 2 times).

@@ -11,6 +11,7 @@ import html
 from rich.tree import Tree
 
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code
+from rewrite.kinds import LoopKind
 
 __all__ = ["program_tree", "program_dot", "tree_text"]
 
@@ -34,7 +35,7 @@ def _add(tree: Tree, nodes: list) -> None:
             if node.orelse:
                 _add(branch.add("[red]else[/]"), node.orelse)
         elif isinstance(node, Loop):
-            head = code(node.test) if node.kind == "while" else f"{code(node.target)} in {code(node.iter)}"
+            head = code(node.test) if node.kind == LoopKind.WHILE else f"{code(node.target)} in {code(node.iter)}"
             _add(tree.add(f"[magenta]{node.kind}[/] {head}  [dim](loop {node.decision}, execution-determined, "
                           f"{node.origin.func} {node.origin.lines})[/]"), node.body)
         elif isinstance(node, FusedBlock):
@@ -117,7 +118,7 @@ class _Dot:
                 exits = self.chain(node.body, [(name, "true")], loop)
                 exits += self.chain(node.orelse, [(name, "false")], loop) if node.orelse else [(name, "false")]
             elif isinstance(node, Loop):
-                head = code(node.test) if node.kind == "while" else f"for {code(node.target)} in {code(node.iter)}"
+                head = code(node.test) if node.kind == LoopKind.WHILE else f"for {code(node.target)} in {code(node.iter)}"
                 name = self.node(f"{head}\n{node.decision} (execution)", shape="ellipse", style="filled",
                                  fillcolor="#e2d9f3")
                 self._connect(exits, name)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrite.build import reads_writes
+from rewrite.syntax import reads_writes
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, RegionCall, host_nodes
 
 from .runtime.spec import count_leaves

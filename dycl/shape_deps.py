@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from rewrite.build import reads_writes
+from rewrite.syntax import reads_writes
 from rewrite.cfg import HostStmt, If, Loop, RegionCall
 
 from .runtime.spec import count_leaves, unflatten

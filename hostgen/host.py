@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
+from rewrite.kinds import DecisionClass, LoopKind
 
 from .comments import comment_lines, origin_comment, region_comment
 from .reroll import reroll
@@ -72,10 +73,10 @@ class _HostEmitter:
             f"# loop {node.decision}: execution-determined "
             f"({_where(node.origin, node.test if node.kind == 'while' else node.iter)})"))
         body = cst.IndentedBlock(self.block(node.body), header=header)
-        if node.kind == "while":
+        if node.kind == LoopKind.WHILE:
             test = node.test
             if self.instrument:
-                test = self._decide(node.decision, "execution", test)
+                test = self._decide(node.decision, DecisionClass.EXECUTION, test)
             return [cst.While(test, body)]
         iterable = node.iter
         if self.instrument:
@@ -104,8 +105,8 @@ class _HostEmitter:
         return lines
 
     @staticmethod
-    def _decide(decision: str, dclass: str, test, observe=()) -> cst.Call:
-        args = [cst.Arg(cst.SimpleString(repr(decision))), cst.Arg(cst.SimpleString(repr(dclass))), cst.Arg(test)]
+    def _decide(decision: str, dclass: DecisionClass, test, observe=()) -> cst.Call:
+        args = [cst.Arg(cst.SimpleString(repr(decision))), cst.Arg(cst.SimpleString(repr(dclass.value))), cst.Arg(test)]
         if observe:
             values = cst.Tuple([cst.Element(cst.Name(n)) for n in observe])
             args.append(cst.Arg(cst.Lambda(cst.Parameters(), values)))

@@ -6,21 +6,17 @@ boundary.
 """
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
+from .kinds import DecisionClass, LoopKind, StmtKind, TestKind
 from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
 from .region_names import region_hint
-from .staticeval import _bound_names, _target_names
+from .syntax import MUTATORS, lowered_writes, reads_writes, target_names
 
-__all__ = ["Builder", "reads_writes", "substitute"]
-
-_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add"}
-
+__all__ = ["Builder", "substitute"]
 
 class Builder:
     def __init__(self, kinds: Kinds, names: Namespace, fixed: dict[str, bool] | None = None,
@@ -110,7 +106,7 @@ class Builder:
         body_kinds, else_kinds = kinds.copy(), kinds.copy()
         # What an arm of a shape decision assigns (`early_exit = True` when `len(m.shape) == 4`) follows from
         # shapes too: only the arms of a value decision make values derived from run-time data.
-        arms_depth = 1 if value or node.kind == "guard" else 0
+        arms_depth = 1 if value or node.kind == TestKind.GUARD else 0
         self._dynamic_depth += arms_depth
         self._value_arms += arms_depth
         known = dict(self._known)
@@ -131,7 +127,8 @@ class Builder:
                             if after_body.get(n) is d and self._shape_defs.get(n) is d}
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
-        dclass = "execution" if node.kind == "guard" else "value" if value else "shape"
+        dclass = DecisionClass.EXECUTION if node.kind == TestKind.GUARD else DecisionClass.VALUE if value \
+            else DecisionClass.SHAPE
         result = If(test, body, orelse, node.origin, decision, dclass)
         result.facts = facts
         self.decisions.append(result)
@@ -149,18 +146,18 @@ class Builder:
             skip_decision_ids(node.orelse, self.decision_names)
 
     def _snapshot(self):
-        return ([set(ns._taken) for ns in (self.names, self.region_names, self.decision_names)],
+        return ([ns.checkpoint() for ns in (self.names, self.region_names, self.decision_names)],
                 len(self.regions), len(self.decisions), len(self.loops))
 
     def _restore(self, snap) -> None:
         taken, n_regions, n_decisions, n_loops = snap
         for ns, t in zip((self.names, self.region_names, self.decision_names), taken):
-            ns._taken = t
+            ns.rollback(t)
         del self.regions[n_regions:], self.decisions[n_decisions:], self.loops[n_loops:]
 
     def _loop(self, node: LoopNode, kinds: Kinds, pending: list, out: list, flush) -> None:
         # A body that writes what a shape was read from changes it for the next iteration.
-        written = _lowered_writes([node])
+        written = lowered_writes([node])
         self._shape_defs = {n: d for n, d in self._shape_defs.items()
                             if n not in written and not written & set(reads_writes(d.node)[0])}
         before = dict(self._shape_defs)
@@ -174,7 +171,7 @@ class Builder:
         for _ in range(3):
             snap = self._snapshot()
             dry = kinds.copy()
-            if node.kind == "for":
+            if node.kind == LoopKind.FOR:
                 dry.set(node.target.value, SCALAR)
             self._loop_once(node, dry, [], [], lambda: None)
             self._restore(snap)
@@ -187,7 +184,7 @@ class Builder:
     def _loop_once(self, node: LoopNode, kinds: Kinds, pending: list, out: list, flush) -> None:
         decision = self.decision_names.fresh(f"L{node.origin.first}")
         reevaluate: list[Stmt] = []
-        if node.kind == "for":
+        if node.kind == LoopKind.FOR:
             iterable = to_host(hoist(node.iter, kinds, self._emitter(kinds, pending, node.origin, "iter")), kinds)
             flush()
             kinds.set(node.target.value, SCALAR)
@@ -256,7 +253,7 @@ class Builder:
                     or _tensor_tuple(node, kinds):
                 region()
                 for t in targets:
-                    for name in _target_names(t):
+                    for name in target_names(t):
                         kinds.set(name, TENSOR)
                 return
             if self._region_list(stmt, node, kinds):
@@ -265,7 +262,7 @@ class Builder:
                 return
             if self._region_shape_read(node, kinds):
                 region()
-                for name in _target_names(targets[0]):
+                for name in target_names(targets[0]):
                     kinds.set(name, SCALAR)
                     self.region_shapes.add(name)
                     self._shape_defs[name] = stmt  # later regions read the shape again
@@ -279,7 +276,7 @@ class Builder:
                 target = targets[0]  # `n = x.shape[0]`, and `b, n, d = x.shape` too
                 plain = isinstance(target, cst.Name) or isinstance(target, (cst.Tuple, cst.List)) \
                     and all(isinstance(el.value, cst.Name) for el in target.elements)
-                for name in _target_names(target) if plain else ():
+                for name in target_names(target) if plain else ():
                     self._shape_defs[name] = stmt
             for t in targets:
                 if isinstance(t, cst.Name):
@@ -290,7 +287,7 @@ class Builder:
                         kinds.set(el.value.value, part_info.vtype, part_info.value or self._value_arms > 0
                                   or self._dynamic_depth > 0 and not _constants(part.value))
                 else:
-                    for name in _target_names(t):
+                    for name in target_names(t):
                         kinds.set(name, TENSOR if info.vtype == CONTAINER else SCALAR, derived)
             return
         if isinstance(node, cst.AugAssign):
@@ -298,7 +295,7 @@ class Builder:
             target_kind = analyze(node.target, kinds).vtype
             if target_kind == TENSOR or not info.host:
                 region()
-                for name in _target_names(node.target):
+                for name in target_names(node.target):
                     kinds.set(name, TENSOR)
                 return
             host(node.with_changes(value=hoist(node.value, kinds, emit)))
@@ -334,7 +331,7 @@ class Builder:
         target = node.targets[0].target
         plain = isinstance(target, cst.Name) or isinstance(target, (cst.Tuple, cst.List)) \
             and all(isinstance(el.value, cst.Name) for el in target.elements)
-        if not plain or set(_target_names(target)) & self.host_shapes:
+        if not plain or set(target_names(target)) & self.host_shapes:
             return False
         value = node.value
         if isinstance(value, cst.Subscript):
@@ -409,7 +406,7 @@ class Builder:
             definition = self._shape_defs[name]
             self._rematerialize(definition.node, pending, kinds)
             if name not in {n for s in pending for n in reads_writes(s.node)[1]}:
-                pending.insert(0, Stmt(to_region(definition.node, kinds), definition.origin, kind="remat"))
+                pending.insert(0, Stmt(to_region(definition.node, kinds), definition.origin, kind=StmtKind.REMAT))
 
     @staticmethod
     def _is_tensor_target(target, kinds: Kinds) -> bool:
@@ -428,9 +425,6 @@ class Builder:
         region = Region(self.region_names.fresh(f"{region_hint(stmts)}_L{stmts[0].origin.first}"), stmts, [], [], origin)
         self.regions.append(region)
         return region
-
-
-_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear"}
 
 
 def _tensor_display(value, kinds: Kinds) -> bool:
@@ -466,25 +460,10 @@ def _names_outside_len(node) -> set[str]:
 
 def _changed_container(expr, kinds: Kinds) -> str | None:
     """The container variable `expr` changes the length of (`feats.append(h)`), if any."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MUTATORS \
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in MUTATORS \
             and isinstance(expr.func.value, cst.Name) and kinds.get(expr.func.value.value) == CONTAINER:
         return expr.func.value.value
     return None
-
-
-def _lowered_writes(nodes: list) -> set[str]:
-    """Every name a lowered statement tree may write."""
-    written: set[str] = set()
-    for node in nodes:
-        if isinstance(node, Stmt):
-            written.update(reads_writes(node.node)[1])
-        elif isinstance(node, IfNode):
-            written |= _lowered_writes(node.body) | _lowered_writes(node.orelse)
-        elif isinstance(node, LoopNode):
-            written |= _lowered_writes(node.body)
-            if node.target is not None:
-                written.update(_target_names(node.target))
-    return written
 
 
 def _equality_facts(test, kinds: Kinds) -> dict[str, cst.BaseExpression]:
@@ -538,85 +517,6 @@ def _tensor_tuple(node: cst.Assign, kinds: Kinds) -> bool:
     return len(infos) == len(values) and all(i.vtype == TENSOR for i in infos) and not all(i.host for i in infos)
 
 
-# -- reads and writes ------------------------------------------------------
-
-
-class _Reads(cst.CSTVisitor):
-    def __init__(self):
-        self.names: list[str] = []
-        self.shadow: list[set[str]] = []
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if not any(node.value in s for s in self.shadow):
-            self.names.append(node.value)
-
-    def on_visit(self, node) -> bool:
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
-            self.shadow.append(_bound_names(node))
-        return super().on_visit(node)
-
-    def on_leave(self, node) -> None:
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
-            self.shadow.pop()
-        super().on_leave(node)
-
-
-def _reads(node) -> list[str]:
-    v = _Reads()
-    node.visit(v)
-    return v.names
-
-
-def _target_rw(target, reads: list, writes: list) -> None:
-    if isinstance(target, cst.Name):
-        writes.append(target.value)
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
-            _target_rw(el.value, reads, writes)
-    elif isinstance(target, cst.StarredElement):
-        _target_rw(target.value, reads, writes)
-    else:  # x[i] = v, x.attr = v: reads the indices and mutates the base
-        reads.extend(_reads(target))
-        base = target
-        while isinstance(base, (cst.Subscript, cst.Attribute)):
-            base = base.value
-        if isinstance(base, cst.Name):
-            writes.append(base.value)
-
-
-def reads_writes(node: cst.BaseSmallStatement) -> tuple[list[str], list[str]]:
-    """Names a small statement reads (before writing) and writes, in order."""
-    reads: list[str] = []
-    writes: list[str] = []
-    if isinstance(node, cst.Assign):
-        reads.extend(_reads(node.value))
-        for t in node.targets:
-            _target_rw(t.target, reads, writes)
-    elif isinstance(node, cst.AugAssign):
-        reads.extend(_reads(node.value))
-        reads.extend(_reads(node.target))
-        _target_rw(node.target, reads, writes)
-    elif isinstance(node, cst.Expr):
-        reads.extend(_reads(node.value))
-        call = node.value
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name):
-            method = call.func.attr.value
-            if method in _MUTATORS or (method.endswith("_") and not method.startswith("_")):
-                writes.append(call.func.value.value)
-    elif isinstance(node, cst.Return):
-        if node.value is not None:
-            reads.extend(_reads(node.value))
-    else:
-        reads.extend(_reads(node))
-    return reads, writes
 
 
 def _parallel(target, value) -> bool:
@@ -662,13 +562,13 @@ def _last_literal(name: str, out: list):
                     for el, part in zip(target.elements, node.node.value.elements):
                         if el.value.value == name:
                             return _literal_of(part.value)
-                if name in _target_names(target):
+                if name in target_names(target):
                     return _MISSING
             continue
         if isinstance(node, HostStmt) and isinstance(node.node, cst.Expr):
             continue
         if isinstance(node, RegionCall):
-            if any(name in _target_names(t.target) for s in node.region.stmts if isinstance(s.node, cst.Assign)
+            if any(name in target_names(t.target) for s in node.region.stmts if isinstance(s.node, cst.Assign)
                    for t in s.node.targets) or any(isinstance(s.node, (cst.AugAssign, cst.AnnAssign))
                                                    for s in node.region.stmts):
                 return _MISSING

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .kinds import DecisionClass, JumpKind, LoopKind, StmtKind, TestKind
+
 __all__ = ["Origin", "Stmt", "IfNode", "LoopNode", "Jump", "Region", "RegionCall", "HostStmt", "If", "Loop",
            "FusedBlock", "Program", "code"]
 
@@ -44,7 +46,7 @@ class Stmt:
 
     __slots__ = ("node", "origin", "kind")
 
-    def __init__(self, node: cst.BaseSmallStatement, origin: Origin, kind: str = ""):
+    def __init__(self, node: cst.BaseSmallStatement, origin: Origin, kind: StmtKind = StmtKind.PLAIN):
         self.node, self.origin, self.kind = node, origin, kind
 
     def __repr__(self) -> str:
@@ -56,7 +58,8 @@ class IfNode:
 
     __slots__ = ("test", "body", "orelse", "origin", "kind")
 
-    def __init__(self, test: cst.BaseExpression, body: list, orelse: list, origin: Origin, kind: str = ""):
+    def __init__(self, test: cst.BaseExpression, body: list, orelse: list, origin: Origin,
+                 kind: TestKind = TestKind.PLAIN):
         self.test, self.body, self.orelse, self.origin, self.kind = test, body, orelse, origin, kind
 
     def __repr__(self) -> str:
@@ -68,12 +71,12 @@ class LoopNode:
 
     __slots__ = ("kind", "test", "target", "iter", "body", "origin")
 
-    def __init__(self, kind: str, body: list, origin: Origin, test=None, target=None, iter=None):
+    def __init__(self, kind: LoopKind, body: list, origin: Origin, test=None, target=None, iter=None):
         self.kind, self.body, self.origin = kind, body, origin
         self.test, self.target, self.iter = test, target, iter
 
     def __repr__(self) -> str:
-        head = code(self.test) if self.kind == "while" else f"{code(self.target)} in {code(self.iter)}"
+        head = code(self.test) if self.kind == LoopKind.WHILE else f"{code(self.target)} in {code(self.iter)}"
         return f"LoopNode({self.kind} {head!r}, {self.body!r})"
 
 
@@ -82,7 +85,7 @@ class Jump:
 
     __slots__ = ("kind", "origin", "before")
 
-    def __init__(self, kind: str, origin: Origin):
+    def __init__(self, kind: JumpKind, origin: Origin):
         self.kind, self.origin, self.before = kind, origin, []
 
     def __repr__(self) -> str:
@@ -127,11 +130,11 @@ class HostStmt:
 
 
 class If:
-    """A decision the host takes; `dclass` is shape- or value-determined."""
+    """A decision the host takes; `dclass` says from what (shape, value, or execution for a loop's guard)."""
 
     __slots__ = ("test", "body", "orelse", "origin", "decision", "dclass", "facts")
 
-    def __init__(self, test, body: list, orelse: list, origin: Origin, decision: str, dclass: str):
+    def __init__(self, test, body: list, orelse: list, origin: Origin, decision: str, dclass: DecisionClass):
         self.test, self.body, self.orelse, self.origin = test, body, orelse, origin
         self.decision, self.dclass = decision, dclass
         self.facts: dict = {}  # name -> literal known to hold in the body (`if k == 2:`)
@@ -145,7 +148,8 @@ class Loop:
 
     __slots__ = ("kind", "test", "target", "iter", "body", "origin", "decision")
 
-    def __init__(self, kind: str, body: list, origin: Origin, decision: str, test=None, target=None, iter=None):
+    def __init__(self, kind: LoopKind, body: list, origin: Origin, decision: str, test=None, target=None,
+                 iter=None):
         self.kind, self.body, self.origin, self.decision = kind, body, origin, decision
         self.test, self.target, self.iter = test, target, iter
 

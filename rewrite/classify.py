@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .kinds import ValueKind
 from .roll import dynamic_roll
 
 __all__ = ["Kinds", "analyze", "list_join", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
@@ -25,21 +26,21 @@ SYNC_BUILTINS = {"int", "float", "bool"}
 _HOST_BUILTINS = {"len", "range", "min", "max", "abs", "round", "int", "float", "bool", "tuple", "list", "str"}
 _CONTAINER_METHODS = {"append", "extend", "insert", "pop", "keys", "values", "items", "get", "index", "count"}
 
-TENSOR, SCALAR, CONTAINER = "tensor", "scalar", "container"
+TENSOR, SCALAR, CONTAINER = ValueKind.TENSOR, ValueKind.SCALAR, ValueKind.CONTAINER
 
 
 class Kinds:
     """What each variable holds at run time: a tensor, a scalar or a container."""
 
-    def __init__(self, initial: dict[str, str], seen: set[str] | None = None):
+    def __init__(self, initial: dict[str, ValueKind], seen: set[str] | None = None):
         self.kinds = dict(initial)
         self.value_derived: set[str] = set()
         self.seen = seen if seen is not None else set(initial)  # every name ever set, shared by copies
 
-    def get(self, name: str) -> str | None:
+    def get(self, name: str) -> ValueKind | None:
         return self.kinds.get(name)
 
-    def set(self, name: str, kind: str, value_derived: bool = False) -> None:
+    def set(self, name: str, kind: ValueKind, value_derived: bool = False) -> None:
         self.kinds[name] = kind
         self.seen.add(name)
         if value_derived:

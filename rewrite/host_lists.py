@@ -25,6 +25,7 @@ import libcst as cst
 
 from .cfg import IfNode, LoopNode, Stmt
 from .names import Namespace
+from .syntax import lowered_writes
 from .walk import find
 
 __all__ = ["HostLists", "host_lists", "skip_decision_ids"]
@@ -124,11 +125,11 @@ def _varying(nodes: list, after: set[str], names: set[str]) -> None:
     for node, after_node in zip(nodes, reversed(later)):
         if isinstance(node, IfNode):
             if not _terminates(node.body) and not _terminates(node.orelse):
-                names |= (_written(node.body) | _written(node.orelse)) & after_node
+                names |= (lowered_writes(node.body) | lowered_writes(node.orelse)) & after_node
             _varying(node.body, after_node, names)
             _varying(node.orelse, after_node, names)
         elif isinstance(node, LoopNode):
-            names |= _written(node.body) | _loop_names(node)
+            names |= lowered_writes(node.body) | _loop_names(node)
             _varying(node.body, after_node | _mentioned(node.body), names)
         elif isinstance(node, Stmt):
             names |= _len_reads(node.node)
@@ -190,20 +191,6 @@ def _len_reads(node) -> set[str]:
     return {c.args[0].value.value for c in find(node, cst.Call)
             if isinstance(c.func, cst.Name) and c.func.value == "len" and len(c.args) == 1
             and isinstance(c.args[0].value, cst.Name)}
-
-
-def _written(nodes: list) -> set[str]:
-    from .build import reads_writes
-
-    found: set[str] = set()
-    for node in nodes:
-        if isinstance(node, Stmt):
-            found.update(reads_writes(node.node)[1])
-        elif isinstance(node, IfNode):
-            found |= _written(node.body) | _written(node.orelse)
-        elif isinstance(node, LoopNode):
-            found |= _written(node.body)
-    return found
 
 
 def _terminates(arm: list) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import libcst as cst
 
 from .cfg import IfNode, Jump, LoopNode, Stmt
-from .staticeval import _target_names
+from .kinds import JumpKind, LoopMode
+from .syntax import target_names
 from .values import Static
 from .walk import find
 
@@ -19,9 +20,9 @@ class Frame:
 
     def __init__(self, src, scope, label: str, result: str | None):
         self.src, self.scope, self.label, self.result = src, scope, label, result
-        self.exits: dict[str, list] = {"break": [], "continue": [], "return": []}
+        self.exits: dict[JumpKind, list] = {JumpKind.BREAK: [], JumpKind.CONTINUE: [], JumpKind.RETURN: []}
         self.returns: list = []  # ReturnFact per `return` of an inlined function (rewrite/returns.py)
-        self.loops: list[str] = []  # "host" or "unrolled", innermost last
+        self.loops: list[LoopMode] = []  # innermost last
         self.variants: list[set[str]] = []  # names assigned in each enclosing host loop
 
     def variant(self, name: str) -> bool:
@@ -34,16 +35,16 @@ def assigned_names(body) -> dict[str, None]:
 
     class _V(cst.CSTVisitor):
         def visit_AssignTarget(self, node):
-            names.update(dict.fromkeys(_target_names(node.target)))
+            names.update(dict.fromkeys(target_names(node.target)))
 
         def visit_AugAssign(self, node):
-            names.update(dict.fromkeys(_target_names(node.target)))
+            names.update(dict.fromkeys(target_names(node.target)))
 
         def visit_AnnAssign(self, node):
-            names.update(dict.fromkeys(_target_names(node.target)))
+            names.update(dict.fromkeys(target_names(node.target)))
 
         def visit_For(self, node):
-            names.update(dict.fromkeys(_target_names(node.target)))
+            names.update(dict.fromkeys(target_names(node.target)))
 
         def visit_FunctionDef(self, node):
             return False
@@ -60,7 +61,7 @@ def has_break(body) -> bool:
 def jump_in_loop(stmts: list) -> bool:
     for s in stmts:
         if isinstance(s, LoopNode) and (any(isinstance(x, Jump) for x in s.body) or jump_in_loop(s.body)
-                                        or any(isinstance(x, IfNode) and has_jump(x, {"return"}) for x in s.body)):
+                                        or any(isinstance(x, IfNode) and has_jump(x, {JumpKind.RETURN}) for x in s.body)):
             return True
         if isinstance(s, IfNode) and (jump_in_loop(s.body) or jump_in_loop(s.orelse)):
             return True
@@ -99,7 +100,7 @@ def terminates(stmts: list) -> bool:
     return False
 
 
-def splice(stmts: list, tails: dict[str, list]) -> list:
+def splice(stmts: list, tails: dict[JumpKind, list]) -> list:
     """Resolve jumps: what follows a jump moves into the arm that does not take it."""
     out = []
     for i, s in enumerate(stmts):
@@ -111,8 +112,8 @@ def splice(stmts: list, tails: dict[str, list]) -> list:
                               s.kind))
             return out
         out.append(s)
-    return out + tails.get("", [])
+    return out + tails.get(JumpKind.FALL_THROUGH, [])
 
 
 def splice_returns(body: list) -> list:
-    return splice(body, {"return": []})
+    return splice(body, {JumpKind.RETURN: []})

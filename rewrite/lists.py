@@ -20,6 +20,7 @@ import libcst as cst
 
 from .cfg import Stmt
 from .jumps import Frame
+from .kinds import LoopMode
 from .staticeval import representation, value_of
 from .values import ModRef, SizedList, StaticList, Unknown
 
@@ -164,7 +165,7 @@ class ListBuilding:
         held = frame.scope.env.get(name)
         if not isinstance(held, (StaticList, SizedList)):
             return False
-        in_host_loop = "host" in frame.loops
+        in_host_loop = LoopMode.HOST in frame.loops
         if isinstance(held, StaticList):
             item = None if in_host_loop else self._list_item(call.args[0].value, frame)
             if item is not None:
@@ -200,7 +201,7 @@ class ListBuilding:
         return self._constant(value)
 
     def _list_depth(self, frame: Frame) -> tuple:
-        return self.arms, frame.loops.count("host")
+        return self.arms, frame.loops.count(LoopMode.HOST)
 
     def _materialize(self, name: str, held: StaticList, frame: Frame, out: list, line, call) -> bool:
         """Write a StaticList out as a run-time list (a value appended to it is known only at run time).

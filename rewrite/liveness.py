@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .build import reads_writes
+from .syntax import reads_writes
 from .cfg import HostStmt, If, Loop, RegionCall
+from .kinds import LoopKind, StmtKind
 
 __all__ = ["assign_region_signatures"]
 
@@ -23,7 +24,7 @@ def _region_rw(region, variables) -> tuple[list[str], list[str]]:
         reads, writes = reads_writes(stmt.node)
         exposed.extend(r for r in reads if r not in local)
         local.update(writes)
-        if stmt.kind != "remat":  # a recomputed shape is local to the region; the host has its own
+        if stmt.kind != StmtKind.REMAT:  # a recomputed shape is local to the region; the host has its own
             written.extend(writes)
     return _ordered(exposed, variables), _ordered(written, variables)
 
@@ -60,17 +61,17 @@ def _live(nodes: list, live_after: set[str], variables: set[str], jumps=(frozens
             live = test_reads | _live(node.body, live, variables, jumps) | _live(node.orelse, live, variables, jumps)
         elif isinstance(node, Loop):
             after = set(live)
-            test_reads = _expr_reads(node.test, variables) if node.kind == "while" else set()
+            test_reads = _expr_reads(node.test, variables) if node.kind == LoopKind.WHILE else set()
             head = after | test_reads
             for _ in range(len(variables) + 2):  # monotone: converges
                 body_in = _live(node.body, head, variables, (frozenset(after), frozenset(head)))
-                if node.kind == "for":
+                if node.kind == LoopKind.FOR:
                     body_in = body_in - {node.target.value}
                 new_head = after | test_reads | body_in
                 if new_head == head:
                     break
                 head = new_head
-            live = head | (_expr_reads(node.iter, variables) if node.kind == "for" else set())
+            live = head | (_expr_reads(node.iter, variables) if node.kind == LoopKind.FOR else set())
     return live
 
 

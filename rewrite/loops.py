@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .cfg import IfNode, LoopNode, Stmt
+from .kinds import JumpKind, LoopKind, LoopMode, TestKind
 from .jumps import Frame, assigned_names, has_break, has_jump, splice, terminates
 from .staticeval import fold, iteration_items, representation, value_of
 from .values import ModRef, Static, TensorConst, Unknown
@@ -53,23 +54,23 @@ class LoopLowering:
         if node.orelse is not None:
             self._error("for-else", frame.src, node.orelse, "`for ... else` in forward",
                         "the else clause of a loop is not supported", "use a flag variable instead")
-        saved_exits = {k: frame.exits[k] for k in ("break", "continue")}
+        saved_exits = {k: frame.exits[k] for k in (JumpKind.BREAK, JumpKind.CONTINUE)}
         iterations = []
         exits = []
         for item in items:
-            frame.exits["break"], frame.exits["continue"] = [], []
+            frame.exits[JumpKind.BREAK], frame.exits[JumpKind.CONTINUE] = [], []
             self.bind(node.target, item, frame, node)
-            frame.loops.append("unrolled")
+            frame.loops.append(LoopMode.UNROLLED)
             try:
                 body, terminated = self.block(node.body.body, frame)
             finally:
                 frame.loops.pop()
             iterations.append(body)
-            conts = frame.exits["continue"]
+            conts = frame.exits[JumpKind.CONTINUE]
             flows = ([(scope.env, body)] if not terminated else []) + conts
             if flows:
                 scope.env = self.merge(flows, frame, node)
-            exits.extend(frame.exits["break"])
+            exits.extend(frame.exits[JumpKind.BREAK])
             if terminated and not conts:
                 break
         frame.exits.update(saved_exits)
@@ -140,7 +141,7 @@ class LoopLowering:
             return False
         out.extend(tentative)
         target = cst.Name(scope.local(node.target.value))
-        out.append(LoopNode("for", body, self.origin(frame, node.iter, text=True), target=target, iter=iterable))
+        out.append(LoopNode(LoopKind.FOR, body, self.origin(frame, node.iter, text=True), target=target, iter=iterable))
         return True
 
     def _join_iterations(self, iterations: list[list], fall_through: list, frame: Frame, node) -> list:
@@ -151,11 +152,11 @@ class LoopLowering:
         """
         last = len(iterations) - 1
         # A `break` anywhere needs the flag: one after an `if` whose other arm continues is conditional too.
-        if not any(has_jump(s, {"break"}) for body in iterations for s in body):
+        if not any(has_jump(s, {JumpKind.BREAK}) for body in iterations for s in body):
             lowered = []
             for k, body in enumerate(iterations):
                 tail = fall_through if k == last else []
-                lowered.extend(splice(body, {"continue": tail, "break": [], "": tail}))
+                lowered.extend(splice(body, {JumpKind.CONTINUE: tail, JumpKind.BREAK: [], JumpKind.FALL_THROUGH: tail}))
             return lowered if iterations else fall_through
         origin = self.origin(frame, node)
         flag = self.names.fresh(f"broke_L{origin.first}")
@@ -167,12 +168,13 @@ class LoopLowering:
         lowered = [set_flag(False)]
         for k, body in enumerate(iterations):
             tail = fall_through if k == last else []
-            spliced = splice(body, {"continue": tail, "break": [set_flag(True)], "": tail})
+            spliced = splice(body, {JumpKind.CONTINUE: tail, JumpKind.BREAK: [set_flag(True)],
+                                   JumpKind.FALL_THROUGH: tail})
             if k == 0:
                 lowered.extend(spliced)
             else:
                 test = cst.UnaryOperation(cst.Not(), cst.Name(flag))
-                lowered.append(IfNode(test, spliced, [], origin, kind="guard"))
+                lowered.append(IfNode(test, spliced, [], origin, kind=TestKind.GUARD))
         return lowered
 
     def bind(self, target, value, frame: Frame, node) -> None:
@@ -218,7 +220,7 @@ class LoopLowering:
                         "the loop condition is always true and no `break`, `return` or `raise` in its body "
                         "can be reached, so forward never returns",
                         "add a reachable `break`, or bound the loop (`for _ in range(max_steps):`)")
-        out.append(LoopNode("while", body, self.origin(frame, node.test, text=True), test=test))
+        out.append(LoopNode(LoopKind.WHILE, body, self.origin(frame, node.test, text=True), test=test))
         return False
 
     def _enter_loop(self, variant: set[str], frame: Frame, out: list, node) -> None:
@@ -241,9 +243,9 @@ class LoopLowering:
             frame.scope.env.pop(name, None)
 
     def _loop_body(self, stmts, frame: Frame) -> list:
-        frame.loops.append("host")
+        frame.loops.append(LoopMode.HOST)
         saved = dict(frame.exits)
-        frame.exits = {"break": [], "continue": [], "return": frame.exits["return"]}
+        frame.exits = {JumpKind.BREAK: [], JumpKind.CONTINUE: [], JumpKind.RETURN: frame.exits[JumpKind.RETURN]}
         try:
             body, _ = self.block(stmts, frame)
         finally:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .build import reads_writes, substitute
+from .build import substitute
+from .syntax import reads_writes
 from .cfg import Stmt
 from .cfg import HostStmt, If, Loop, Region, RegionCall
 

@@ -20,15 +20,15 @@ import libcst as cst
 
 from .cfg import Stmt
 from .jumps import Frame
+from .kinds import LoopMode
 from .staticeval import _plain, representation, value_of
+from .syntax import MUTATORS
 from .values import Alias, Pack, Static, Unknown
 
 __all__ = ["MutableStatics", "mutated_safely"]
 
 _PACK_REMOVERS = ("pop",)
 
-_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add",
-             "discard"}
 _CONTAINERS = (dict, set)  # lists have rewrite/lists.py
 
 
@@ -48,7 +48,7 @@ def mutated_safely(func_node: cst.CSTNode, name: str) -> bool:
 
         def visit_Attribute(self, node):
             nonlocal ok
-            if _is(node.value, name) and node.attr.value in _MUTATORS and id(node) not in self._allowed:
+            if _is(node.value, name) and node.attr.value in MUTATORS and id(node) not in self._allowed:
                 ok = False
 
         def visit_AugAssign(self, node):
@@ -103,7 +103,7 @@ class MutableStatics:
     def _own(self, name: str, container, frame: Frame) -> None:
         """Bind `name` to a copy of `container` that conversion may change."""
         owned = copy.copy(container)
-        self._owned_containers[id(owned)] = (self.arms, frame.loops.count("host"))
+        self._owned_containers[id(owned)] = (self.arms, frame.loops.count(LoopMode.HOST))
         self._owned_keep.append(owned)  # ids stay unique while the evaluator runs
         frame.scope.env[name] = Static(owned)
         frame.scope.poisoned.discard(name)
@@ -132,7 +132,7 @@ class MutableStatics:
         in a host loop around it). Otherwise the container is written out as it is and becomes a run-time
         value that the statement then changes. True when handled here."""
         if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) \
-                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value in _MUTATORS:
+                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value in MUTATORS:
             call = node.value
             target = call.func.value
 
@@ -156,7 +156,7 @@ class MutableStatics:
         owned = self._owned(target, frame)
         if owned is None:
             return False
-        if self._owned_containers.get(id(owned)) == (self.arms, frame.loops.count("host")):
+        if self._owned_containers.get(id(owned)) == (self.arms, frame.loops.count(LoopMode.HOST)):
             trial = copy.copy(owned)
             try:
                 run(trial)

@@ -14,6 +14,13 @@ class Namespace:
     def __init__(self, taken=()):
         self._taken = set(taken) | set(dir(builtins)) | set(keyword.kwlist)
 
+    def checkpoint(self) -> frozenset[str]:
+        """The names taken so far; `rollback` hands out again every name taken after it."""
+        return frozenset(self._taken)
+
+    def rollback(self, checkpoint: frozenset[str]) -> None:
+        self._taken = set(checkpoint)
+
     def reserve(self, name: str) -> None:
         self._taken.add(name)
 

@@ -27,6 +27,7 @@ from .inline import Inlining
 from .lists import ListBuilding
 from .mutables import MutableStatics, mutated_safely
 from .jumps import Frame, as_tuple, binop_of
+from .kinds import JumpKind, LoopMode
 from .imports import imported_names
 from .nonnull import is_tensor, never_none, never_none_items
 from .loops import LoopLowering
@@ -34,7 +35,8 @@ from .state import AttributeWrites
 from .names import Namespace
 from .returns import ReturnFact
 from .source import FunctionSource, function_source
-from .staticeval import Method, Scope, _target_names, fold, representation, value_of
+from .staticeval import NOT_FOLDABLE, NOT_STATIC, Method, Scope, fold, representation, value_of
+from .syntax import MUTATORS_RETURNING_NONE, target_names
 from .values import IS_TENSOR, NOT_NONE, Alias, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
 
@@ -166,12 +168,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         """True/False for a test decided at conversion time, None otherwise."""
         try:
             value = value_of(test, frame.scope)
-        except Exception:
+        except NOT_STATIC:
             return None
         if isinstance(value, Static):
             try:
                 return bool(value.value)
-            except Exception:  # a tensor of several values: as ambiguous at run time, where it raises
+            except NOT_FOLDABLE:  # a tensor of several values: as ambiguous at run time, where it raises
                 return None
         if isinstance(value, (StaticList, SizedList)):  # `if to_cat:` on a list of known length
             return bool(value.items if isinstance(value, StaticList) else value.length)
@@ -264,11 +266,11 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             if dispatched is not None:
                 return dispatched
             self._check_mutation(node, frame)
-        if isinstance(node, (cst.Break, cst.Continue)) and frame.loops and frame.loops[-1] == "host":
+        if isinstance(node, (cst.Break, cst.Continue)) and frame.loops and frame.loops[-1] == LoopMode.HOST:
             out.append(Stmt(node, origin))
             return True
         if isinstance(node, (cst.Break, cst.Continue)):
-            kind = "break" if isinstance(node, cst.Break) else "continue"
+            kind = JumpKind.BREAK if isinstance(node, cst.Break) else JumpKind.CONTINUE
             jump = Jump(kind, origin)
             frame.exits[kind].append((dict(scope.env), jump.before))
             out.append(jump)
@@ -280,12 +282,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             if frame.result is None:
                 out.append(Stmt(node.with_changes(value=value), origin))
                 return True
-            jump = Jump("return", origin)
+            jump = Jump(JumpKind.RETURN, origin)
             if frame.result:
                 stmt = Stmt(cst.Assign([cst.AssignTarget(cst.Name(frame.result))], value or cst.Name("None")), origin)
                 jump.before.append(stmt)
                 frame.returns.append(self._return_fact(node.value, value, frame, stmt))
-            frame.exits["return"].append((dict(scope.env), jump.before))
+            frame.exits[JumpKind.RETURN].append((dict(scope.env), jump.before))
             out.append(jump)
             return True
         if isinstance(node, (cst.Global, cst.Nonlocal)):
@@ -359,7 +361,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             # The source expression first: `b = a` binds the very TensorConst `a` holds (so an update of `a`
             # in place is seen to change `b`), and a folded module path is relative to the model, which an
             # inlined submodule's scope (`self` is the submodule) cannot resolve.
-            names = [n for t in node.targets for n in _target_names(t.target)]
+            names = [n for t in node.targets for n in target_names(t.target)]
             bindable = all(isinstance(t.target, (cst.Name, cst.Tuple, cst.List)) for t in node.targets) \
                 and not any(frame.variant(n) for n in names)
             static = self._static(node.value, frame) if bindable else None
@@ -492,7 +494,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return None
         try:
             func = value_of(call.func, frame.scope)
-        except Exception:
+        except NOT_STATIC:
             return None
         if not (isinstance(func, Static) and func.value is torch._assert):
             return None
@@ -506,7 +508,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         func = exc.func if isinstance(exc, cst.Call) else exc
         try:
             cls = value_of(func, frame.scope) if func is not None else None
-        except Exception:
+        except NOT_STATIC:
             cls = None
         cls = getattr(cls, "value", None)
         if not (isinstance(cls, type) and issubclass(cls, BaseException) and getattr(builtins, cls.__name__, None) is cls):
@@ -572,9 +574,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
     def _static(self, expr, frame):
         try:
             value = value_of(expr, frame.scope)
-        except Unknown:
-            return None
-        except Exception:
+        except NOT_STATIC:
             return None
         return self._constant(value)
 
@@ -605,7 +605,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         for node in find(expr, cst.Subscript):
             try:
                 base = value_of(node.value, frame.scope)
-            except Exception:
+            except NOT_STATIC:
                 continue
             if not isinstance(base, ModRef) or not isinstance(base.obj, (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
                 continue
@@ -615,7 +615,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 self._error("dynamic-module", frame.src, node, "module chosen by a run-time value",
                             "each compiled region calls fixed modules; the index is only known at run time",
                             "select the module with if/elif on the value (`if k == 0: y = self.experts[0](x)`)")
-            except Exception:
+            except NOT_FOLDABLE:
                 continue
 
 
@@ -644,7 +644,6 @@ def _mutable(value) -> bool:
     return isinstance(value, (list, dict, set)) or isinstance(value, tuple) and any(map(_mutable, value))
 
 
-_MUTATORS = {"append", "extend", "insert", "remove", "clear", "update", "add", "discard"}
 _CONSTANTS = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.SimpleString, cst.Integer, cst.Float, cst.Name)
 
 
@@ -656,7 +655,7 @@ def _mutates_a_constant(value: cst.BaseExpression) -> bool:
     mutate, and the statement has no other effect.
     """
     if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in _MUTATORS and isinstance(value.func.value, (cst.List, cst.Dict, cst.Set))):
+            and value.func.attr.value in MUTATORS_RETURNING_NONE and isinstance(value.func.value, (cst.List, cst.Dict, cst.Set))):
         return False
     return all(isinstance(a.value, _CONSTANTS) and a.star == "" for a in value.args)
 

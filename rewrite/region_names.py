@@ -16,7 +16,7 @@ import re
 import libcst as cst
 
 from .cfg import Stmt
-from .staticeval import _target_names
+from .syntax import target_names
 
 __all__ = ["region_hint"]
 
@@ -36,9 +36,9 @@ def region_hint(stmts: list[Stmt]) -> str:
         node = s.node
         targets = []
         if isinstance(node, cst.Assign):
-            targets = [n for t in node.targets for n in _target_names(t.target)]
+            targets = [n for t in node.targets for n in target_names(t.target)]
         elif isinstance(node, cst.AugAssign):
-            targets = list(_target_names(node.target))
+            targets = list(target_names(node.target))
         if targets:
             return re.sub(r"_\d+$|_L\d+(_\d+)?$", "", targets[0]) or "region"
     return "region"

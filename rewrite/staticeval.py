@@ -15,10 +15,19 @@ import libcst as cst
 import torch
 from torch import nn
 
+from .syntax import MUTATORS, bound_names, target_names
 from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, IsTensor, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
                      Unknown, constant_tensor, is_literal, static_python_value, to_node)
 
-__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
+__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items", "NOT_FOLDABLE", "NOT_STATIC"]
+
+# What Python raises when an operation meets values it does not fit, so that the expression does not fold:
+# `x < "a"` or an unhashable key (TypeError), `bool(t)` of a tensor of several values (RuntimeError),
+# `int("a")` or a bad unpacking (ValueError), `d[k]` of a missing key (LookupError), `1 / 0`
+# (ArithmeticError). Anything else from dycl's own code is a bug, and surfaces.
+NOT_FOLDABLE = (TypeError, ValueError, LookupError, ArithmeticError, RuntimeError)
+# What `value_of` raises for an expression that is not fixed at conversion time.
+NOT_STATIC = (Unknown,) + NOT_FOLDABLE
 
 
 class Method:
@@ -51,7 +60,6 @@ class Scope:
 
 
 _SAFE_METHOD_OWNERS = (str, tuple, range, dict, frozenset, int, float)
-_MUTATING = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add"}
 
 
 def _resolve_name(name: str, scope: Scope):
@@ -148,7 +156,7 @@ def _tensor_literal(node: cst.Call, scope: "Scope") -> TensorConst:
         raise Unknown("tensor call")
     try:
         result = torch.tensor(*args, **kwargs)
-    except Exception:
+    except NOT_FOLDABLE:
         raise Unknown("tensor call failed") from None
     const = constant_tensor(result)
     if const is None:
@@ -239,7 +247,7 @@ def _call(node: cst.Call, scope: Scope):
     if isinstance(func, Static) and isinstance(func.value, types.BuiltinFunctionType | types.MethodType) \
             and getattr(func.value, "__self__", None) is not None \
             and isinstance(func.value.__self__, _SAFE_METHOD_OWNERS) \
-            and func.value.__name__ not in _MUTATING:
+            and func.value.__name__ not in MUTATORS:
         fn = func.value
     elif isinstance(func, Static) and _hashable_in(func.value, SAFE_CALLS):
         fn = func.value
@@ -287,7 +295,7 @@ def _call(node: cst.Call, scope: Scope):
         return Static(args[2])
     try:
         result = fn(*args, **kwargs)
-    except Exception:
+    except Exception:  # library code run at conversion time: whatever it raises, this call is not folded
         raise Unknown("call failed") from None
     if isinstance(result, (torch.Tensor, nn.Module)):
         raise Unknown("tensor")
@@ -329,7 +337,7 @@ def value_of(node: cst.BaseExpression, scope: Scope):
             raise Unknown("index")
         try:
             item = _plain(base)[key]
-        except Exception:
+        except NOT_FOLDABLE:
             raise Unknown("index") from None
         return _computed(item, base)
     if isinstance(node, cst.Call):
@@ -358,7 +366,7 @@ def value_of(node: cst.BaseExpression, scope: Scope):
         left, right = _plain(operands[0]), _plain(operands[1])
         try:
             result = BINOPS[type(node.operator)](left, right)
-        except Exception:
+        except NOT_FOLDABLE:
             raise Unknown("binop") from None
         return _computed(result, *operands)
     if isinstance(node, cst.UnaryOperation):
@@ -371,7 +379,7 @@ def value_of(node: cst.BaseExpression, scope: Scope):
             return Static(not value)
         try:
             result = -value if op is cst.Minus else +value if op is cst.Plus else ~value
-        except Exception:
+        except NOT_FOLDABLE:
             raise Unknown("unary") from None
         return _computed(result, operand)
     if isinstance(node, cst.Comparison):
@@ -470,7 +478,7 @@ def _comprehension(node, scope: Scope) -> list:
             raise Unknown("comprehension") from None
         if items is None:
             raise Unknown("long comprehension")
-        names = _target_names(comp.target)
+        names = target_names(comp.target)
         for item in items:
             bound: dict = {}
             _bind_target(comp.target, item, bound)
@@ -550,7 +558,7 @@ def _filtered_pack(node: cst.DictComp, scope: Scope) -> Pack:
 def _holds_constant_tensor(node, scope: Scope) -> bool:
     try:
         return isinstance(value_of(node, scope), TensorConst)
-    except Exception:
+    except NOT_STATIC:
         return False
 
 
@@ -564,7 +572,7 @@ def _tensor_comparison(node: cst.Comparison, left, scope: Scope) -> TensorConst:
         raise Unknown("comparison with a module value")
     try:
         result = CMPOPS[type(target.operator)](_plain(left), _plain(right))
-    except Exception:
+    except NOT_FOLDABLE:
         raise Unknown("comparison") from None
     return _computed(result, left, right)
 
@@ -581,7 +589,7 @@ def _none_test(left: cst.BaseExpression, right: cst.BaseExpression, scope: Scope
         return None
     try:
         base = value_of(left.value, scope)
-    except Exception:
+    except NOT_STATIC:
         return None
     if not isinstance(base, ModRef) or not hasattr(base.obj, left.attr.value):
         return None
@@ -627,7 +635,7 @@ class _Folder(cst.CSTTransformer):
                 self.replace[node] = node.with_changes(value=to_node(index))
                 return False
         elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.Lambda)):
-            self.shadow.append(_bound_names(node))
+            self.shadow.append(bound_names(node))
             return True
         if isinstance(node, cst.BaseExpression) and not isinstance(node, cst.Lambda):
             if isinstance(node, cst.Name) and self._shadowed(node.value):
@@ -642,7 +650,7 @@ class _Folder(cst.CSTTransformer):
         """`inp[ii]` with `ii` a 0-d integer TensorConst: index with the int (`inp[2]`), as torch would."""
         try:
             value = value_of(node, self.scope)
-        except Exception:
+        except NOT_STATIC:
             return None
         if isinstance(value, TensorConst):
             index = _as_index(value.value)
@@ -654,7 +662,7 @@ class _Folder(cst.CSTTransformer):
             return representation(value_of(node, self.scope))
         except Unknown:
             pass
-        except Exception:
+        except NOT_FOLDABLE:
             return None
         # `static and dynamic`, `x if static else y`: keep only the part that matters.
         if isinstance(node, cst.BooleanOperation):
@@ -696,7 +704,7 @@ def _expand_stars(original: list, updated: list, scope: Scope) -> list:
     for before, after in zip(original, updated):
         try:
             value = value_of(before.value, scope) if before.star else None
-        except Exception:
+        except NOT_STATIC:
             value = None
         if isinstance(value, Static) and isinstance(value.value, (tuple, list, dict)):
             value = Pack(*((tuple(Static(v) for v in value.value), None) if before.star == "*" else
@@ -714,30 +722,6 @@ def _expand_stars(original: list, updated: list, scope: Scope) -> list:
         else:
             out.extend(cst.Arg(n, keyword=cst.Name(k)) for k, n in zip(value.keywords, nodes))
     return out
-
-
-def _bound_names(node: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-    if isinstance(node, cst.Lambda):
-        for p in node.params.params:
-            names.add(p.name.value)
-        return names
-    comp = node.for_in
-    while comp is not None:
-        for n in _target_names(comp.target):
-            names.add(n)
-        comp = comp.inner_for_in
-    return names
-
-
-def _target_names(target: cst.BaseExpression):
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
-            yield from _target_names(el.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
 
 
 def fold(node: cst.BaseExpression, scope: Scope) -> cst.BaseExpression:

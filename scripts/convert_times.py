@@ -26,7 +26,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STEPS = ("rewrite", "explore", "export", "fuse", "check")
+STEPS = ("rewrite", "explore", "fold_shapes", "export", "fuse", "check")
 
 
 def _model_files(paths: list[str]) -> list[str]:

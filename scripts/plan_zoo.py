@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 
-STEPS = ("load", "rewrite", "generate", "explore", "export", "fuse", "package", "check")
+STEPS = ("load", "rewrite", "generate", "explore", "fold_shapes", "export", "fuse", "package", "check")
 
 
 def model_costs(reports: list[str]) -> list[dict]:

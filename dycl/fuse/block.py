@@ -7,8 +7,9 @@ import libcst as cst
 import onnx
 from onnx import TensorProto, helper
 
-from rewrite.build import reads_writes
+from rewrite.syntax import reads_writes
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_nodes
+from rewrite.kinds import LoopKind
 
 from .graph import (ARITH, NP_ELEM, Appended, Env, Expr, Graph, Names, Tup, Unfusable, Val, from_type, read,
                     scalar_kind)
@@ -221,7 +222,7 @@ class Block:
         steps, breaks = split_breaks(node.body)
         expr = Expr(self.g, self.env)
         target = None
-        if node.kind == "for":
+        if node.kind == LoopKind.FOR:
             start_expr, stop_expr = _range_args(node)
             target = node.target.value
             start = expr(start_expr) if start_expr is not None else self.g.const(0, "int")
@@ -257,7 +258,7 @@ class Block:
         Block(self.ctx, graph, env, scans).run(steps)
         body_expr = Expr(graph, env)
         keep_going = [graph.op("Not", [body_expr.test(b.test).name]) for b in breaks]
-        if node.kind == "while":
+        if node.kind == LoopKind.WHILE:
             keep_going.append(body_expr.test(node.test).name)
         cond_out = keep_going[0] if keep_going else cond_in
         for more in keep_going[1:]:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrite.build import reads_writes
+from rewrite.syntax import reads_writes
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall
+from rewrite.kinds import LoopKind
 
 from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, from_type, scalar_kind
 
@@ -138,7 +139,7 @@ class Types:
                 self._walk(node.body)
                 self._walk(node.orelse)
             elif isinstance(node, Loop):
-                if node.kind == "for" and isinstance(node.target, cst.Name):
+                if node.kind == LoopKind.FOR and isinstance(node.target, cst.Name):
                     self._set(node.target.value, ("int", None))
                 self._walk(node.body)
 
