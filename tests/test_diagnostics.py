@@ -265,7 +265,7 @@ def test_python_value_computed_by_tensor_code_is_a_diagnostic(tmp_path):
 tests/models/bad_python_value.py:13:12: error: tensor code that computes a Python value, not a tensor [python-value]
             if torch.equal(torch.relu(h), h):
                ^
-  Explanation: region h_L12 would return it, and a compiled graph can only compute tensors (`torch.equal`, \
+  Explanation: region a_L12 would return it, and a compiled graph can only compute tensors (`torch.equal`, \
 `torch.allclose` and `.tolist()` give Python values)
   Hint: compute a tensor instead (`(a == b).all()`, `torch.isclose(a, b).all()`); a test on it is then decided at \
 run time

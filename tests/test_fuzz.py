@@ -417,8 +417,8 @@ def test_shape_test_on_a_grown_tensor_is_not_folded(tmp_path):
     assert [(d.kind, d.loc.line) for d in info.value.diagnostics] == [("unreached-code", 32)]
 
 
-@pytest.mark.parametrize("model, reader", [("fuzz_path_grown_width", "h_L33_1"),
-                                           ("fuzz_path_grown_elif_chain", "h_L36_1")])
+@pytest.mark.parametrize("model, reader", [("fuzz_path_grown_width", "layers_0_L33_1"),
+                                           ("fuzz_path_grown_elif_chain", "layers_0_L36_1")])
 @pytest.mark.parametrize("backend", ["onnxruntime", "tvm"])
 def test_state_grown_under_an_earlier_arm_gets_a_symbolic_dim(tmp_path, backend, model, reader):
     # Found by the fuzzer (2,000 programs on onnxruntime): acc grows under an `elif` in each iteration of an
