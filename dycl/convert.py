@@ -676,10 +676,11 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
         except Exception as exc:  # onnxruntime refuses the fused graph (INVALID_GRAPH): the host keeps the code
             st.unfused.append(f"{where}: onnxruntime refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
             continue
-        why_not = try_fusion(trial, fusion, measure=opts.fuse == "measured")
+        fused_program, why_not = try_fusion(trial, fusion, measure=opts.fuse == "measured")
         if why_not:
             st.unfused.append(f"{where}: {why_not}")
             continue
+        st.program = fused_program
         metas[meta["name"]] = meta
         st.fused.append(f"{where}: region {meta['name']} runs {', '.join(meta['fuses'])}")
     used = set(called_regions(st.program.body))

@@ -215,3 +215,23 @@ def test_fusion_that_fails_leaves_the_code_in_the_host(tmp_path, monkeypatch, fa
     result = convert(opts)
     assert result.check.passed and not result.fused
     assert any(reason in why for why in result.unfused), result.unfused
+
+
+def test_a_fusion_makes_a_new_program_and_leaves_the_old_one_as_it_was(converted):
+    # fuse.Fusion.applied: the tree is never changed in place; the ifs and lists on the way to the run are copied
+    from dycl.fuse import Fusion
+    from rewrite.cfg import FusedBlock, If, host_nodes
+
+    result = converted(os.path.join(MODELS, "golden_gated.py"), check=20, fuse="none")
+    program = result.program
+    before = list(host_nodes(program.body))
+    inner = next(n for n in program.body if isinstance(n, If))
+    run = inner.orelse[:1]  # a run nested in an arm
+    block = FusedBlock("block_test", [], [], [], [], run, run[0].region.origin if hasattr(run[0], "region")
+                       else run[0].origin)
+    new = Fusion(run, None, {}, block).applied(program)
+    assert list(host_nodes(program.body)) == before  # unchanged
+    copied = next(n for n in new.body if isinstance(n, If) and n.decision == inner.decision)
+    assert copied is not inner and copied.orelse[0] is block and copied.body is inner.body
+    assert copied in new.decisions and inner not in new.decisions and inner in program.decisions
+    assert Fusion(run, None, {}, block).applied(new) is None  # its run is no longer in that tree

@@ -13,6 +13,7 @@ keep the host's decisions, which is what they need.
 """
 from __future__ import annotations
 
+import copy
 import re
 
 import libcst as cst
@@ -141,18 +142,40 @@ def called_regions(nodes: list) -> list[str]:
 
 
 class Fusion:
-    """One run of host nodes built as a graph: `apply` puts its FusedBlock in the host tree, `undo` takes it out."""
+    """One run of host nodes built as a graph, and its FusedBlock; the host tree is never changed in place."""
 
-    def __init__(self, nodes: list, run: list, model: onnx.ModelProto, meta: dict, block: FusedBlock):
-        self.nodes, self.run, self.model, self.meta, self.block = nodes, run, model, meta, block
+    def __init__(self, run: list, model: onnx.ModelProto, meta: dict, block: FusedBlock):
+        self.run, self.model, self.meta, self.block = run, model, meta, block
 
-    def apply(self) -> None:
-        start = next(k for k, n in enumerate(self.nodes) if n is self.run[0])
-        self.nodes[start:start + len(self.run)] = [self.block]
+    def applied(self, program: Program) -> Program | None:
+        """A new program whose tree has the block in place of the run; None where the run is no longer in the
+        tree (an earlier fusion took it). Nodes are shared; the lists and ifs and loops holding the run are
+        copied, and the program's decisions and loops name the copies."""
+        copies: dict[int, object] = {}
+        body = _replaced(program.body, self.run, self.block, copies)
+        if body is None:
+            return None
+        new = copy.copy(program)
+        new.body = body
+        new.decisions = [copies.get(id(d), d) for d in program.decisions]
+        new.loops = [copies.get(id(lp), lp) for lp in program.loops]
+        return new
 
-    def undo(self) -> None:
-        start = next(k for k, n in enumerate(self.nodes) if n is self.block)
-        self.nodes[start:start + 1] = self.run
+
+def _replaced(nodes: list, run: list, block: FusedBlock, copies: dict) -> list | None:
+    for k, node in enumerate(nodes):
+        if node is run[0]:
+            if len(nodes) - k < len(run) or any(a is not b for a, b in zip(nodes[k:], run)):
+                return None
+            return nodes[:k] + [block] + nodes[k + len(run):]
+        for arm in ("body", "orelse") if isinstance(node, If) else ("body",) if isinstance(node, Loop) else ():
+            inner = _replaced(getattr(node, arm), run, block, copies)
+            if inner is not None:
+                changed = copy.copy(node)
+                setattr(changed, arm, inner)
+                copies[id(node)] = changed
+                return nodes[:k] + [changed] + nodes[k + 1:]
+    return None
 
 
 def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict],
@@ -184,7 +207,7 @@ def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict]
             reasons.append(f"{origin.func} {origin.lines}: no graph built ({type(exc).__name__}: "
                            f"{(str(exc).strip().splitlines() or [''])[0]})")
             continue
-        fusions.append(Fusion(nodes, run, model, meta, block))
+        fusions.append(Fusion(run, model, meta, block))
     return fusions, reasons
 
 

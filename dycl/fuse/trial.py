@@ -37,11 +37,12 @@ class HostTrial:
             fn = self.backend_for(meta["backend"]).load(os.path.join(self.st.workdir, meta["artifact"]), self.st.workdir)
         self.fns[meta["name"]] = RegionCallable(meta, fn)
 
-    def forward(self):
+    def forward(self, program):
+        """`program`'s host over the compiled regions."""
         self.count += 1
         path = os.path.join(self.st.workdir, ".scratch", f"host_trial_{self.count}.py")
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(host_source(self.st.program, "trial"))
+            fh.write(host_source(program, "trial"))
         forward = _import_host(path).forward
         regions = _Regions(self.fns)
         return lambda *args: forward(regions, *args)
@@ -78,22 +79,23 @@ class HostTrial:
         return totals
 
 
-def try_fusion(trial: HostTrial, fusion, measure: bool) -> str | None:
-    """Apply `fusion` if it is correct (and, with `measure`, faster); otherwise leave the host and say why."""
-    fusion.apply()
+def try_fusion(trial: HostTrial, fusion, measure: bool):
+    """(the program with `fusion` applied, None) if it is correct (and, with `measure`, faster) than the
+    converting program; else (None, why not)."""
+    program = trial.st.program
+    fused_program = fusion.applied(program)
+    if fused_program is None:
+        return None, "an earlier fusion runs this code"
     try:
         trial.add(fusion.meta)
-        fused = trial.forward()
+        fused = trial.forward(fused_program)
         trial.check(fused)
     except Exception as exc:
-        fusion.undo()
-        return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
+        return None, f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
     if not measure:
-        return None
-    fusion.undo()
-    fused_s, host_s = trial.seconds([fused, trial.forward()])
+        return fused_program, None
+    fused_s, host_s = trial.seconds([fused, trial.forward(program)])
     if fused_s > _GAIN * host_s:
-        return (f"kept in the host: as one graph it ran in {fused_s * 1e6:.0f} µs against "
-                f"{host_s * 1e6:.0f} µs in the host, over {min(len(trial.inputs), 12)} inputs")
-    fusion.apply()
-    return None
+        return None, (f"kept in the host: as one graph it ran in {fused_s * 1e6:.0f} µs against "
+                      f"{host_s * 1e6:.0f} µs in the host, over {min(len(trial.inputs), 12)} inputs")
+    return fused_program, None
