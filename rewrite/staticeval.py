@@ -689,6 +689,8 @@ class _Folder(cst.CSTTransformer):
             updated = updated.with_changes(args=_expand_stars(original.args, updated.args, self.scope))
         if original in self.replace:
             return self.replace.pop(original)
+        if _zero_arg_super(original) and self.scope.self_ref is not None and self.scope.cls is not None:
+            return _explicit_super(self.scope)
         if isinstance(updated, cst.Name) and id(original) not in self.skip and not self._shadowed(updated.value):
             if updated.value == "self" and self.scope.self_ref is not None:
                 return self.scope.self_ref.path
@@ -696,6 +698,22 @@ class _Folder(cst.CSTTransformer):
             if new != updated.value:
                 return updated.with_changes(value=new)
         return updated
+
+
+def _zero_arg_super(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super" \
+        and not node.args
+
+
+def _explicit_super(scope: Scope) -> cst.Call:
+    """`super()` of an inlined method, written out for code outside its class: `super(type(self.router).__mro__[1],
+    self.router)`. Zero-argument `super()` reads the defining class from the method's own cell, which a region
+    function does not have (a library module's `super().forward(x)` that is not inlined, such as nn.Linear's)."""
+    path = scope.self_ref.path
+    index = type(scope.self_ref.obj).__mro__.index(scope.cls)
+    klass = cst.Subscript(cst.Attribute(cst.Call(cst.Name("type"), [cst.Arg(path)]), cst.Name("__mro__")),
+                          [cst.SubscriptElement(cst.Index(cst.Integer(str(index))))])
+    return cst.Call(cst.Name("super"), [cst.Arg(klass), cst.Arg(path)])
 
 
 def _expand_stars(original: list, updated: list, scope: Scope) -> list:
