@@ -335,7 +335,9 @@ def _edge_inputs(spec) -> list[tuple[str, tuple]]:
 
 def region_loops(program) -> dict[str, str]:
     """Each region inside a host loop, mapped to its innermost loop's id."""
-    from rewrite.cfg import FusedBlock, If, Loop, RegionCall
+    from rewrite.cfg import If, Loop, RegionCall
+
+    from .fuse.node import FusedBlock
 
     found: dict[str, str] = {}
 
@@ -432,11 +434,11 @@ def _shapes_of_shapes(st: ConversionResult, fixed: dict[str, bool]) -> dict[str,
 
 
 def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
-    from .runtime.model import _import_host
+    from .runtime import import_host
 
     scratch = os.path.join(st.workdir, ".scratch")
     st.regions_module = import_regions(os.path.join(st.workdir, "regions_torch.py"), st.program.globals)
-    host = _import_host(os.path.join(scratch, "host_explore.py"))
+    host = import_host(os.path.join(scratch, "host_explore.py"))
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.natural_inputs = inputs
     resized = _resized(st.spec)

@@ -107,7 +107,9 @@ def summary(st) -> dict:
 
 def _fused_in(program) -> dict[str, str]:
     """Each decision and loop that runs inside a fused region, mapped to that region."""
-    from rewrite.cfg import FusedBlock, If, Loop
+    from rewrite.cfg import If, Loop
+
+    from .fuse.node import FusedBlock
 
     found: dict[str, str] = {}
 

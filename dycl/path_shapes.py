@@ -19,10 +19,11 @@ arms keep every shape, costs none.
 """
 from __future__ import annotations
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, RegionCall
 from rewrite.build import reads_writes
+from rewrite.cfg import HostStmt, If, Loop, RegionCall
 
 from .explore import Exploration, RegionRecord, path_forcing
+from .fuse.node import FusedBlock
 from .runtime.spec import count_leaves
 
 __all__ = ["shape_decisions", "explore_path_shapes"]

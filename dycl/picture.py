@@ -10,7 +10,9 @@ import html
 
 from rich.tree import Tree
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
+
+from .fuse.node import FusedBlock
 
 __all__ = ["program_tree", "program_dot", "tree_text"]
 

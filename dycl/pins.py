@@ -24,8 +24,9 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrite.build import reads_writes
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, RegionCall, host_nodes
+from rewrite.cfg import HostStmt, If, Loop, RegionCall, host_nodes
 
+from .fuse.node import FusedBlock
 from .runtime.spec import count_leaves
 
 __all__ = ["Pin", "RegionPins", "region_pins", "observed_names", "unexplained_dims", "test_pins"]

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
+from dycl.fuse.node import FusedBlock
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 
 from .comments import comment_lines, first_statement, origin_comment
 

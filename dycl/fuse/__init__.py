@@ -19,11 +19,12 @@ import libcst as cst
 import onnx
 from onnx import helper
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 from rewrite.names import Namespace
 
 from .block import Block, Context
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
+from .node import FusedBlock
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
 
 __all__ = ["Unfusable", "Fusion", "fuse_program", "called_regions"]

@@ -4,9 +4,10 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrite.build import reads_writes
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall
 
 from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, from_type, scalar_kind
+from .node import FusedBlock
 
 
 def _candidate(node, metas: dict, top: bool = False, returning: bool = False) -> bool:

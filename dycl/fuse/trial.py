@@ -14,7 +14,8 @@ import time
 
 from hostgen import host_source
 
-from ..runtime.model import _Regions, _import_host
+from ..runtime import import_host
+from ..runtime.model import _Regions
 from ..runtime.region import RegionCallable
 
 __all__ = ["HostTrial"]
@@ -42,7 +43,7 @@ class HostTrial:
         path = os.path.join(self.st.workdir, ".scratch", f"host_trial_{self.count}.py")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(host_source(self.st.program, "trial"))
-        forward = _import_host(path).forward
+        forward = import_host(path).forward
         regions = _Regions(self.fns)
         return lambda *args: forward(regions, *args)
 

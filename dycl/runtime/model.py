@@ -12,14 +12,14 @@ from ..backends import get_backend
 from .region import RegionCallable
 from .verify import PackageError, artifact_paths, hasher, package_path, read_manifest, verify_package
 
-__all__ = ["load", "CompiledModel", "InputError", "PackageError"]
+__all__ = ["load", "import_host", "CompiledModel", "InputError", "PackageError"]
 
 
 class InputError(ValueError):
     """An input does not match the signature the package was converted for."""
 
 
-def _import_host(path: str, source: bytes | None = None) -> types.ModuleType:
+def import_host(path: str, source: bytes | None = None) -> types.ModuleType:
     """Import host.py from `source` (its verified bytes; read once if not given), never from a bytecode cache."""
     if source is None:
         with open(path, "rb") as fh:
@@ -229,7 +229,7 @@ def load(path: str, threads: int = 1, verify: bool = True, digest: str | None = 
         elif artifact not in loaded:
             loaded[artifact] = backends[name].load(artifacts[artifact], path)
         regions[meta["name"]] = _malformed(path, f"region {meta['name']}", RegionCallable, meta, loaded[artifact])
-    host = _import_host(os.path.join(path, "host.py"), host_source)
+    host = import_host(os.path.join(path, "host.py"), host_source)
     return _malformed(path, "signature", CompiledModel, path, manifest, host, regions, actual)
 
 
