@@ -22,7 +22,7 @@ from rewrite.diagnostics import Location
 
 from . import __version__
 from ._torch_regions import import_regions
-from .backends import artifact_files, get_backend
+from .backends import AUTO, BACKENDS, TORCH_REGIONS, artifact_files, backend_class, chosen_backends, get_backend
 from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
@@ -72,10 +72,11 @@ class ConvertOptions:
         self.compile_all = compile_all
 
     def make_backend(self, name: str | None = None):
+        """The backend `name` (default: the one chosen; None for auto), with the options it takes."""
         name = name or self.backend
-        if name == "auto":
+        if name == AUTO:
             return None
-        return get_backend(name, **({"target": self.target, "tune": self.tune} if name == "tvm" else {}))
+        return get_backend(name, **{option: getattr(self, option) for option in backend_class(name).options})
 
 
 class ConversionResult:
@@ -454,18 +455,18 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
-    auto = opts.backend == "auto"
-    backend = opts.make_backend("tvm" if auto else None)
-    fallback = get_backend("onnxruntime") if backend.name == "tvm" else None
+    auto = opts.backend == AUTO
+    backend = opts.make_backend(backend_class(opts.backend).name)
+    fallback = opts.make_backend(backend.fallback) if backend.fallback else None
     os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
     st.compile_seconds = {}
     tuned_before = len(opts.tune.stats) if opts.tune else 0
     st.region_meta, st.fallbacks = [], []
-    if backend.name == "torch":  # regions run as written: nothing to export, compile or verify
+    if backend.consumes == TORCH_REGIONS:  # regions run as written: nothing to export, compile or verify
         for region in st.program.regions:
             record = st.exploration.records[region.name]
             info = torch_region_info(record)
-            artifact = f"regions/{region.name}.json" if info["graph_leaves"] else None
+            artifact = backend.artifact(region.name) if info["graph_leaves"] else None
             if artifact:
                 _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
                                                                   "graph_leaves": info["graph_leaves"]}))
@@ -497,8 +498,8 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 artifact = artifacts.get(fallback, onnx_path, region.name)
             run = used.load(os.path.join(st.workdir, artifact), st.workdir)
             try:  # TVM's simplifier may assume no NaN or infinities: checked on inputs that hold them
-                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.name == "tvm")
-            except Exception as exc:  # TVM wrong or failing where onnxruntime may be right (at 0 rows)
+                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.assumes_finite)
+            except Exception as exc:  # wrong or failing where the fallback may be right (TVM at 0 rows)
                 if fallback is None or used is fallback:
                     raise
                 if not auto:
@@ -506,7 +507,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 used = fallback
                 artifact = artifacts.get(fallback, onnx_path, region.name)
                 run = used.load(os.path.join(st.workdir, artifact), st.workdir)
-                verify_region(st.spec.model, fn, record, run, info, origin)
+                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.assumes_finite)
             if auto and used is backend:  # keep whichever compiler runs this region faster
                 other = artifacts.get(fallback, onnx_path, region.name)
                 other_run = fallback.load(os.path.join(st.workdir, other), st.workdir)
@@ -514,7 +515,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 feeds = [example[i].numpy() for i in info["graph_inputs"]]
                 if _region_time(other_run, feeds) <= _region_time(run, feeds):
                     artifact, used = other, fallback
-                    verify_region(st.spec.model, fn, record, other_run, info, origin)
+                    verify_region(st.spec.model, fn, record, other_run, info, origin, nonfinite=used.assumes_finite)
         st.region_meta.append(_region_meta(region, record, info, artifact, origin, used.name))
     st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
     used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
@@ -577,7 +578,7 @@ class _Artifacts:
             graph, weights = backend.split(onnx_path, os.path.join(os.path.dirname(onnx_path), f"{name}.{backend.name}.onnx"))
             graph_key = (backend.name, self._hash(graph))
             if graph_key not in self.libraries:
-                jobs.setdefault(graph_key, (f"regions/{name}{backend.suffix}", graph))
+                jobs.setdefault(graph_key, (backend.artifact(name), graph))
             pending[key] = (name, weights, graph_key)
         names = {os.path.join(self.workdir, a): os.path.basename(a) for a, _ in jobs.values()}
 
@@ -600,7 +601,7 @@ class _Artifacts:
             if weights is None or isinstance(library, Exception):
                 self.done[key] = library
                 continue
-            artifact = f"regions/{name}{backend.weights_suffix}"
+            artifact = backend.weights_artifact(name)
             backend.bind(weights, os.path.basename(library), os.path.join(self.workdir, artifact))
             self.done[key] = artifact
 
@@ -618,8 +619,14 @@ class _Artifacts:
         return {a for a in self.done.values() if isinstance(a, str)}
 
 
+def _fusing_backend(choice: str) -> str | None:
+    """The backend whose graphs run fused host code: the first that `choice` puts regions on and that runs
+    control flow (none: every decision stays in the host)."""
+    return next((name for name in chosen_backends(choice) if BACKENDS[name].control_flow), None)
+
+
 def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
-    """Run stretches of host code as one onnxruntime graph each (see fuse), where correct (and faster)."""
+    """Run stretches of host code as one graph each (see fuse), where correct (and faster)."""
     import onnx
 
     from .explore import to_numpy
@@ -627,16 +634,17 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     from .fuse.trial import HostTrial, try_fusion
     from .package import signature
 
-    if opts.fuse == "none" or opts.backend not in ("onnxruntime", "auto"):
+    fusing = _fusing_backend(opts.backend)
+    if opts.fuse == "none" or fusing is None:
         return
     scratch = os.path.join(st.workdir, ".scratch")
     metas = {m["name"]: m for m in st.region_meta}
     models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, m in metas.items() if m["artifact"]}
-    fusions, st.unfused = fuse_program(st.program, signature(st.spec), metas, models)
+    fusions, st.unfused = fuse_program(st.program, signature(st.spec), metas, models, fusing)
     if not fusions:
         return
-    ort = get_backend("onnxruntime")
-    backends = {"onnxruntime": ort}
+    fuser = opts.make_backend(fusing)
+    backends = {fusing: fuser}
     inputs = [[to_numpy(v) for v in inp] for inp in st.natural_inputs]
     trial = HostTrial(st, lambda name: backends.setdefault(name, opts.make_backend(name)), inputs,
                       st.exploration.expected)
@@ -648,11 +656,11 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
                     len(fusions))
         onnx_path = os.path.join(scratch, f"{meta['name']}.onnx")
         onnx.save(fusion.model, onnx_path)
-        meta["artifact"] = f"regions/{meta['name']}{ort.suffix}"
+        meta["artifact"] = fuser.artifact(meta["name"])
         try:
-            ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
-        except Exception as exc:  # onnxruntime refuses the fused graph (INVALID_GRAPH): the host keeps the code
-            st.unfused.append(f"{where}: onnxruntime refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
+            fuser.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
+        except Exception as exc:  # the backend refuses the fused graph (INVALID_GRAPH): the host keeps the code
+            st.unfused.append(f"{where}: {fuser.name} refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
             continue
         why_not = try_fusion(trial, fusion, measure=opts.fuse == "measured")
         if why_not:
@@ -673,11 +681,12 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
 
 def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
     shutil.rmtree(os.path.join(st.workdir, ".scratch"), ignore_errors=True)
-    if opts.backend != "torch":
+    if backend_class(opts.backend).consumes != TORCH_REGIONS:
         os.remove(os.path.join(st.workdir, "regions_torch.py"))
     write_picture(st.workdir, st.program)
-    write_manifest(st.workdir, st, opts.backend, opts.make_backend("tvm") if opts.backend in ("tvm", "auto") else None,
-                   __version__)
+    # What the regions' code was compiled for (one target: only TVM's code depends on the machine).
+    targets = (opts.make_backend(name).target for name in sorted({m["backend"] for m in st.region_meta}))
+    write_manifest(st.workdir, st, opts.backend, next((t for t in targets if t is not None), None), __version__)
 
 
 def step_check(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -38,7 +38,9 @@ def write_picture(workdir: str, program) -> None:
                        capture_output=True)
 
 
-def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
+def write_manifest(workdir: str, st, backend: str, target: dict | None, version: str) -> None:
+    """manifest.json: the package's signature, regions, decisions and files; `target`: what the regions'
+    code was compiled for (None: portable)."""
     program = st.program
     files = {}
     for root, _, names in os.walk(workdir):
@@ -53,7 +55,7 @@ def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
         "model": program.name,
         "source": st.spec.path,
         "backend": backend,
-        "target": tvm.target if tvm is not None and any(m["backend"] == "tvm" for m in st.region_meta) else None,
+        "target": target,
         "signature": signature(st.spec),
         "defaults": program.defaults,
         "decisions": [{"id": d.decision, "class": d.dclass, "origin": f"{d.origin.func} {d.origin.lines}"}

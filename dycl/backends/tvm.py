@@ -78,6 +78,9 @@ class TvmBackend(Backend):
     name = "tvm"
     suffix = ".so"
     weights_suffix = ".safetensors"
+    assumes_finite = True  # TVM's simplifier may assume no NaN or infinities (see tvm_ieee)
+    fallback = "onnxruntime"  # at 0 rows, or where TVM cannot compile a region
+    options = ("target", "tune")
 
     def __init__(self, threads: int = 1, target: str | dict | None = None, tune=None):
         super().__init__(threads)

@@ -31,7 +31,7 @@ __all__ = ["Unfusable", "Fusion", "fuse_program", "called_regions"]
 
 
 def _build(program: Program, run: list, name: str, signature: list[dict], metas: dict[str, dict],
-           models: dict[str, onnx.ModelProto]) -> tuple[onnx.ModelProto, dict, FusedBlock]:
+           models: dict[str, onnx.ModelProto], backend: str) -> tuple[onnx.ModelProto, dict, FusedBlock]:
     """The ONNX model running `run`, its region metadata, and the host's call."""
     called = called_regions(run)
     opsets = {(o.domain or "", o.version) for r in called if r in models for o in models[r].opset_import}
@@ -81,7 +81,7 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
         "name": name,
         "origin": f"{origin.func} {origin.lines}",
         "artifact": None,
-        "backend": "onnxruntime",
+        "backend": backend,
         "inputs": [{"name": n, "spec": _spec(v)} for n, v in inputs],
         "outputs": [{"name": n, "spec": _spec(v)} for n, v in zip(out_names, vals)],
         "input_leaves": [{"dtype": _dtype(v), "shape": None} for v in in_leaves],
@@ -157,17 +157,19 @@ class Fusion:
 
 
 def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict],
-                 models: dict[str, onnx.ModelProto]) -> tuple[list[Fusion], list[str]]:
-    """Every run worth a graph, built against the unchanged program; and why the others were not built."""
+                 models: dict[str, onnx.ModelProto], backend: str) -> tuple[list[Fusion], list[str]]:
+    """Every run worth a graph of `backend` (one that runs ONNX control flow), built against the unchanged
+    program; and why the others were not built. Only regions `backend` compiled are inlined."""
     fusions, reasons = [], []
     names = Namespace(metas)  # runs may start on one line (a helper inlined before each block): one name each
-    work = _runs(program.body, metas)
+    work = _runs(program.body, metas, backend)
     while work:
         nodes, start, end = work.pop(0)
         run = nodes[start:end]
         origin = _span(run)
         try:
-            model, meta, block = _build(program, run, names.fresh(f"block_L{origin.first}"), signature, metas, models)
+            model, meta, block = _build(program, run, names.fresh(f"block_L{origin.first}"), signature, metas, models,
+                                        backend)
         except Unfusable as exc:  # keep the node it failed on in the host; try the code around and inside it
             if exc.at is None:  # the run as a whole (its outputs): nothing smaller to try
                 reasons.append(f"{origin.func} {origin.lines}: {exc.args[0]}")
@@ -177,9 +179,9 @@ def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict]
             reasons.append(f"{where.func} {where.lines}: {exc.args[0]}")
             work += [(nodes, a, b) for a, b in ((start, k), (k + 1, end)) if worth_it(nodes[a:b])]
             if isinstance(exc.at, If):
-                work += _runs(exc.at.body, metas) + _runs(exc.at.orelse, metas)
+                work += _runs(exc.at.body, metas, backend) + _runs(exc.at.orelse, metas, backend)
             elif isinstance(exc.at, Loop):
-                work += _runs(exc.at.body, metas)
+                work += _runs(exc.at.body, metas, backend)
             continue
         except Exception as exc:  # a bug in building the graph must never fail the conversion: host keeps it
             reasons.append(f"{origin.func} {origin.lines}: no graph built ({type(exc).__name__}: "

@@ -10,11 +10,11 @@ from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, from_type, scala
 from .node import FusedBlock
 
 
-def _candidate(node, metas: dict, top: bool = False, returning: bool = False) -> bool:
-    """Could `node` run inside a graph? (Building it decides for sure.)"""
+def _candidate(node, metas: dict, backend: str, top: bool = False, returning: bool = False) -> bool:
+    """Could `node` run inside a graph of `backend`? (Building it decides for sure.)"""
     if isinstance(node, RegionCall):
         meta = metas[node.region.name]
-        return meta["backend"] == "onnxruntime" and _flat(meta)
+        return meta["backend"] == backend and _flat(meta)
     if isinstance(node, HostStmt):
         stmt = node.node
         if isinstance(stmt, cst.Return):
@@ -22,10 +22,10 @@ def _candidate(node, metas: dict, top: bool = False, returning: bool = False) ->
         return node.dead or isinstance(stmt, (cst.Assign, cst.AugAssign)) and not (_empty_list(stmt) and not top) \
             or _append(stmt)
     if isinstance(node, If):
-        return all(_candidate(n, metas, returning=returning) for n in node.body + node.orelse)
+        return all(_candidate(n, metas, backend, returning=returning) for n in node.body + node.orelse)
     if isinstance(node, Loop):
         steps, _ = split_breaks(node.body)
-        return all(_candidate(n, metas) for n in steps)
+        return all(_candidate(n, metas, backend) for n in steps)
     return False
 
 
@@ -34,18 +34,19 @@ def worth_it(run: list) -> bool:
     return calls >= 2 or any(isinstance(n, (If, Loop)) for n in run)
 
 
-def _runs(nodes: list, metas: dict) -> list[tuple[list, int, int]]:
+def _runs(nodes: list, metas: dict, backend: str) -> list[tuple[list, int, int]]:
     """Maximal runs of candidate nodes worth a region, as (list, start, end), innermost lists searched too.
 
-    In a list that ends in `return`, returns and early-exit decisions are candidates as well.
+    Only regions compiled by `backend` (the one that runs the fused graph) are inlined. In a list that
+    ends in `return`, returns and early-exit decisions are candidates as well.
     """
     found = []
     returning = _returns(nodes)
     k = 0
     while k < len(nodes):
-        if _candidate(nodes[k], metas, top=True, returning=returning):
+        if _candidate(nodes[k], metas, backend, top=True, returning=returning):
             end = k
-            while end < len(nodes) and _candidate(nodes[end], metas, top=True, returning=returning):
+            while end < len(nodes) and _candidate(nodes[end], metas, backend, top=True, returning=returning):
                 end += 1
             if worth_it(nodes[k:end]):
                 found.append((nodes, k, end))
@@ -53,9 +54,9 @@ def _runs(nodes: list, metas: dict) -> list[tuple[list, int, int]]:
             continue
         node = nodes[k]
         if isinstance(node, If):
-            found += _runs(node.body, metas) + _runs(node.orelse, metas)
+            found += _runs(node.body, metas, backend) + _runs(node.orelse, metas, backend)
         elif isinstance(node, Loop):
-            found += _runs(node.body, metas)
+            found += _runs(node.body, metas, backend)
         k += 1
     return found
 
