@@ -378,10 +378,10 @@ def run(package, seed, repeat) -> None:
     for _ in range(repeat):
         args = []
         for param in net.signature:
-            if param["kind"] != "array":
-                raise click.UsageError(f"input {param['name']} is not an array; call the package from Python")
-            shape = [d if isinstance(d, int) else 1 for d in param["shape"]]
-            args.append(rng.standard_normal(shape).astype(param["dtype"]))
+            if not param.is_array:
+                raise click.UsageError(f"input {param.name} is not an array; call the package from Python")
+            shape = [d if isinstance(d, int) else 1 for d in param.shape]
+            args.append(rng.standard_normal(shape).astype(param.dtype))
         start = time.perf_counter()
         out = net(*args)
         ms = (time.perf_counter() - start) * 1e3

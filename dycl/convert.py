@@ -34,6 +34,7 @@ from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized
 from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .pins import observed_names, region_pins, unexplained_dims
 from .package import write_manifest, write_picture, write_report
+from .runtime.signature import GRAPH, INPUT, InputLeaf, OutputLeaf, Port, RegionSignature
 from .runtime.verify import sha256_file
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "TimedOut", "convert", "STEPS", "Progress"]
@@ -87,7 +88,7 @@ class ConversionResult:
         self.program = None
         self.exploration = None
         self.forced_runs = 0
-        self.region_meta: list[dict] = []
+        self.signatures: list[RegionSignature] = []  # the package's regions, as the manifest records them
         self.fallbacks: list[str] = []  # regions the chosen backend could not compile
         self.fused: list[str] = []  # host code run as one graph, and why other code stayed in the host
         self.unfused: list[str] = []
@@ -461,7 +462,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
     os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
     st.compile_seconds = {}
     tuned_before = len(opts.tune.stats) if opts.tune else 0
-    st.region_meta, st.fallbacks = [], []
+    st.signatures, st.fallbacks = [], []
     if backend.consumes == TORCH_REGIONS:  # regions run as written: nothing to export, compile or verify
         for region in st.program.regions:
             record = st.exploration.records[region.name]
@@ -470,7 +471,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
             if artifact:
                 _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
                                                                   "graph_leaves": info["graph_leaves"]}))
-            st.region_meta.append(_region_meta(region, record, info, artifact, _origin(region), backend.name))
+            st.signatures.append(_region_signature(region, record, info, artifact, _origin(region), backend.name))
         return
     exported = []
     total = len(st.program.regions)
@@ -516,9 +517,9 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 if _region_time(other_run, feeds) <= _region_time(run, feeds):
                     artifact, used = other, fallback
                     verify_region(st.spec.model, fn, record, other_run, info, origin, nonfinite=used.assumes_finite)
-        st.region_meta.append(_region_meta(region, record, info, artifact, origin, used.name))
+        st.signatures.append(_region_signature(region, record, info, artifact, origin, used.name))
     st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
-    used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
+    used_artifacts = {s.artifact for s in st.signatures if s.artifact}
     kept = {path for artifact in used_artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
     # Measured by --backend auto, or failed verification, then not kept. A library stays while a kept
     # region's weights are bound to it, and goes once however many unused weights name it.
@@ -638,9 +639,9 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     if opts.fuse == "none" or fusing is None:
         return
     scratch = os.path.join(st.workdir, ".scratch")
-    metas = {m["name"]: m for m in st.region_meta}
-    models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, m in metas.items() if m["artifact"]}
-    fusions, st.unfused = fuse_program(st.program, signature(st.spec), metas, models, fusing)
+    regions = {s.name: s for s in st.signatures}
+    models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, s in regions.items() if s.artifact}
+    fusions, st.unfused = fuse_program(st.program, signature(st.spec), regions, models, fusing)
     if not fusions:
         return
     fuser = opts.make_backend(fusing)
@@ -648,17 +649,17 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     inputs = [[to_numpy(v) for v in inp] for inp in st.natural_inputs]
     trial = HostTrial(st, lambda name: backends.setdefault(name, opts.make_backend(name)), inputs,
                       st.exploration.expected)
-    for meta in metas.values():
-        trial.add(meta)
+    for region in regions.values():
+        trial.add(region)
     for k, fusion in enumerate(fusions):
-        meta, where = fusion.meta, f"{fusion.block.origin.func} {fusion.block.origin.lines}"
-        st.progress("fuse", f"fusion trial {k + 1} of {len(fusions)}: {where} as region {meta['name']}", k,
+        name, where = fusion.signature.name, f"{fusion.block.origin.func} {fusion.block.origin.lines}"
+        st.progress("fuse", f"fusion trial {k + 1} of {len(fusions)}: {where} as region {name}", k,
                     len(fusions))
-        onnx_path = os.path.join(scratch, f"{meta['name']}.onnx")
+        onnx_path = os.path.join(scratch, f"{name}.onnx")
         onnx.save(fusion.model, onnx_path)
-        meta["artifact"] = fuser.artifact(meta["name"])
+        fusion.signature = fusion.signature.with_artifact(fuser.artifact(name))
         try:
-            fuser.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
+            fuser.compile(onnx_path, os.path.join(st.workdir, fusion.signature.artifact))
         except Exception as exc:  # the backend refuses the fused graph (INVALID_GRAPH): the host keeps the code
             st.unfused.append(f"{where}: {fuser.name} refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
             continue
@@ -666,11 +667,11 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
         if why_not:
             st.unfused.append(f"{where}: {why_not}")
             continue
-        metas[meta["name"]] = meta
-        st.fused.append(f"{where}: region {meta['name']} runs {', '.join(meta['fuses'])}")
+        regions[name] = fusion.signature
+        st.fused.append(f"{where}: region {name} runs {', '.join(fusion.signature.fuses)}")
     used = set(called_regions(st.program.body))
-    st.region_meta = [m for name, m in metas.items() if name in used]
-    artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
+    st.signatures = [s for name, s in regions.items() if name in used]
+    artifacts = {s.artifact for s in st.signatures if s.artifact}
     kept = {path for artifact in artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
     for name in os.listdir(os.path.join(st.workdir, "regions")):
         if os.path.join(st.workdir, "regions", name) not in kept:
@@ -685,7 +686,7 @@ def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
         os.remove(os.path.join(st.workdir, "regions_torch.py"))
     write_picture(st.workdir, st.program)
     # What the regions' code was compiled for (one target: only TVM's code depends on the machine).
-    targets = (opts.make_backend(name).target for name in sorted({m["backend"] for m in st.region_meta}))
+    targets = (opts.make_backend(name).target for name in sorted({s.backend for s in st.signatures}))
     write_manifest(st.workdir, st, opts.backend, next((t for t in targets if t is not None), None), __version__)
 
 
@@ -792,26 +793,26 @@ def _run_steps(opts: ConvertOptions, st: ConversionResult, on_step) -> None:
             on_step(name, "done")
 
 
-def _region_meta(region, record, info, artifact, origin, backend: str) -> dict:
+def _region_signature(region, record, info, artifact, origin, backend: str) -> RegionSignature:
     from .runtime.spec import count_leaves
 
     n_out = sum(count_leaves(s) for s in record.out_specs)
     graph_index = {leaf: k for k, leaf in enumerate(info["graph_leaves"])}
     dims = name_dims(record)
     example = next(iter(record.examples.values()))
-    return {
-        "name": region.name,
-        "origin": origin,
-        "artifact": artifact,
-        "backend": backend,
-        "inputs": [{"name": n, "spec": s} for n, s in zip(region.inputs, record.in_specs)],
-        "outputs": [{"name": n, "spec": s} for n, s in zip(region.outputs, record.out_specs)],
-        "input_leaves": [{"dtype": str(t.numpy().dtype), "shape": dims[k]} for k, t in enumerate(example)],
-        "graph_inputs": info["graph_inputs"],
-        "output_leaves": [{"source": "graph", "index": graph_index[i]} if i in graph_index
-                          else {"source": "input", "index": record.passthrough[i]} for i in range(n_out)],
-        "source_lines": [region.origin.first, region.origin.last],
-    }
+    return RegionSignature(
+        name=region.name,
+        origin=origin,
+        artifact=artifact,
+        backend=backend,
+        inputs=tuple(Port(n, s) for n, s in zip(region.inputs, record.in_specs)),
+        outputs=tuple(Port(n, s) for n, s in zip(region.outputs, record.out_specs)),
+        input_leaves=tuple(InputLeaf(str(t.numpy().dtype), tuple(dims[k])) for k, t in enumerate(example)),
+        graph_inputs=tuple(info["graph_inputs"]),
+        output_leaves=tuple(OutputLeaf(GRAPH, graph_index[i]) if i in graph_index
+                            else OutputLeaf(INPUT, record.passthrough[i]) for i in range(n_out)),
+        source_lines=(region.origin.first, region.origin.last),
+    )
 
 
 def _write(path: str, text: str) -> None:

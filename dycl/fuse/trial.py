@@ -17,6 +17,7 @@ from hostgen import host_source
 from ..runtime import import_host
 from ..runtime.model import _Regions
 from ..runtime.region import RegionCallable
+from ..runtime.signature import RegionSignature
 
 __all__ = ["HostTrial"]
 
@@ -32,11 +33,11 @@ class HostTrial:
         self.fns: dict[str, RegionCallable] = {}
         self.count = 0
 
-    def add(self, meta: dict) -> None:
+    def add(self, region: RegionSignature) -> None:
         fn = None
-        if meta["artifact"]:
-            fn = self.backend_for(meta["backend"]).load(os.path.join(self.st.workdir, meta["artifact"]), self.st.workdir)
-        self.fns[meta["name"]] = RegionCallable(meta, fn)
+        if region.artifact:
+            fn = self.backend_for(region.backend).load(os.path.join(self.st.workdir, region.artifact), self.st.workdir)
+        self.fns[region.name] = RegionCallable(region, fn)
 
     def forward(self):
         self.count += 1
@@ -83,7 +84,7 @@ def try_fusion(trial: HostTrial, fusion, measure: bool) -> str | None:
     """Apply `fusion` if it is correct (and, with `measure`, faster); otherwise leave the host and say why."""
     fusion.apply()
     try:
-        trial.add(fusion.meta)
+        trial.add(fusion.signature)
         fused = trial.forward()
         trial.check(fused)
     except Exception as exc:
