@@ -9,7 +9,7 @@ never asks for one by name.
 """
 from __future__ import annotations
 
-from .base import ONNX, TORCH_REGIONS, Backend
+from .base import ONNX, TORCH_REGIONS, Backend, TargetMismatch
 from .onnxruntime import OnnxRuntimeBackend
 from .torch_eager import TorchBackend
 from .tvm import TvmBackend
@@ -25,7 +25,7 @@ AUTO = "auto"
 AUTO_FIRST = TvmBackend.name
 CHOICES = [*BACKENDS, AUTO]  # what `--backend` takes
 
-__all__ = ["Backend", "BACKENDS", "AUTO", "AUTO_FIRST", "CHOICES", "ONNX", "TORCH_REGIONS", "get_backend",
+__all__ = ["Backend", "TargetMismatch", "BACKENDS", "AUTO", "AUTO_FIRST", "CHOICES", "ONNX", "TORCH_REGIONS", "get_backend",
            "backend_class", "chosen_backends", "takes_option", "artifact_files"]
 
 

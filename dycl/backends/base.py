@@ -6,13 +6,17 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Backend", "RegionFn", "ONNX", "TORCH_REGIONS"]
+__all__ = ["Backend", "RegionFn", "ONNX", "TORCH_REGIONS", "TargetMismatch"]
 
 RegionFn = Callable[[Sequence[np.ndarray]], list]
 
 # What a backend compiles (Backend.consumes):
 ONNX = "onnx"  # each region exported to an ONNX file
 TORCH_REGIONS = "torch-regions"  # nothing: the generated region functions (regions_torch.py) run as written
+
+
+class TargetMismatch(RuntimeError):
+    """The package's artifacts were compiled for another machine (see Backend.check_target)."""
 
 
 class Backend:
@@ -50,7 +54,7 @@ class Backend:
         return None
 
     def check_target(self, target: dict | None) -> None:
-        """Refuse, with a clear message, artifacts compiled for another machine."""
+        """Refuse, with a clear message (TargetMismatch), artifacts compiled for another machine."""
 
     def compile(self, onnx_path: str, artifact_path: str) -> None:
         raise NotImplementedError

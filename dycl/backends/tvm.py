@@ -27,16 +27,12 @@ from __future__ import annotations
 import json
 import os
 
-from .base import Backend, RegionFn
+from .base import Backend, RegionFn, TargetMismatch
 from .tvm_params import library_of, read_weights, write_weights
 
 __all__ = ["TvmBackend", "default_target", "TargetMismatch"]
 
 _ALIGNMENT = 64
-
-
-class TargetMismatch(RuntimeError):
-    """The package was compiled for another CPU."""
 
 
 def use_threads(n: int) -> None:
