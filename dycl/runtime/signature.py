@@ -189,11 +189,3 @@ class RegionSignature:
             source_lines=(_index(first, "a line"), _index(last, "a line")),
             fuses=None if fuses is None else tuple(_string(f, "a fused region's name") for f in fuses),
         )
-
-    @property
-    def input_names(self) -> list[str]:
-        return [p.name for p in self.inputs]
-
-    @property
-    def output_names(self) -> list[str]:
-        return [p.name for p in self.outputs]
