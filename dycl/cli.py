@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .backends import BACKENDS, CHOICES, takes_option
+
 __all__ = ["main"]
 
 _STEP_TEXT = {
@@ -36,7 +38,7 @@ def main() -> None:
 @main.command()
 @click.argument("model_file", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output package directory.")
-@click.option("--backend", type=click.Choice(["onnxruntime", "tvm", "auto", "torch"]), default="onnxruntime",
+@click.option("--backend", type=click.Choice(CHOICES), default="onnxruntime",
               show_default=True, help="Compiler for the regions: auto measures onnxruntime and TVM per region "
                                       "and keeps the faster; "
                                       "torch runs them eagerly, for debugging.")
@@ -85,9 +87,9 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     from .outdir import OutputError
     from .package import summary
 
-    if tune_trials and backend not in ("tvm", "auto"):
+    if tune_trials and not takes_option(backend, "tune"):
         raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm or --backend auto")
-    if executor == "ray" and backend not in ("tvm", "auto"):
+    if executor == "ray" and not takes_option(backend, "target"):
         raise click.UsageError("--executor ray compiles TVM regions on a cluster: use it with --backend tvm or auto "
                                "(onnxruntime compiles a region in milliseconds, here)")
     _explicit_target(executor, backend, target)
@@ -187,7 +189,7 @@ def _compiler(executor: str, address: str | None):
 
 
 def _explicit_target(executor: str, backend: str, target: str | None) -> None:
-    if executor == "ray" and backend in ("tvm", "auto") and not target:
+    if executor == "ray" and takes_option(backend, "target") and not target:
         raise click.UsageError("--executor ray compiles TVM code on other nodes: give --target (e.g. "
                                '\'{"kind": "llvm", "mcpu": "skylake"}\'), so that the package does not depend on '
                                "which node compiled it")
@@ -246,7 +248,7 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
 @main.command()
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Folder for the packages.")
-@click.option("--backend", type=click.Choice(["onnxruntime", "tvm", "torch"]), default="onnxruntime",
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default="onnxruntime",
               show_default=True)
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Models converted at once.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
@@ -278,7 +280,7 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_
     from .outdir import OutputError, check_zoo_output
     from .zoo import ZooOptions, model_files, run_zoo, tuning_totals, write_report
 
-    if tune_trials and backend != "tvm":
+    if tune_trials and not takes_option(backend, "tune"):
         raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm")
     _explicit_target(executor, backend, target)
     if tune_trials:
@@ -404,10 +406,10 @@ def run(package, seed, repeat) -> None:
     for _ in range(repeat):
         args = []
         for param in net.signature:
-            if param["kind"] != "array":
-                raise click.UsageError(f"input {param['name']} is not an array; call the package from Python")
-            shape = [d if isinstance(d, int) else 1 for d in param["shape"]]
-            args.append(rng.standard_normal(shape).astype(param["dtype"]))
+            if not param.is_array:
+                raise click.UsageError(f"input {param.name} is not an array; call the package from Python")
+            shape = [d if isinstance(d, int) else 1 for d in param.shape]
+            args.append(rng.standard_normal(shape).astype(param.dtype))
         start = time.perf_counter()
         out = net(*args)
         ms = (time.perf_counter() - start) * 1e3

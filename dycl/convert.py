@@ -26,7 +26,7 @@ from rewrite.kinds import DecisionClass
 
 from . import __version__
 from ._torch_regions import import_regions
-from .backends import artifact_files, get_backend
+from .backends import AUTO, BACKENDS, TORCH_REGIONS, artifact_files, backend_class, chosen_backends, get_backend
 from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
@@ -39,6 +39,7 @@ from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized
 from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .pins import observed_names, region_pins, unexplained_dims
 from .package import write_manifest, write_picture, write_report
+from .runtime.signature import GRAPH, INPUT, InputLeaf, OutputLeaf, Port, RegionSignature
 from .runtime.verify import sha256_file
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "TimedOut", "convert", "STEPS", "Progress"]
@@ -78,10 +79,11 @@ class ConvertOptions:
         self.dump_after: str | None = None  # a step or rewrite pass: stop after it, the program in result.dump
 
     def make_backend(self, name: str | None = None):
+        """The backend `name` (default: the one chosen; None for auto), with the options it takes."""
         name = name or self.backend
-        if name == "auto":
+        if name == AUTO:
             return None
-        return get_backend(name, **({"target": self.target, "tune": self.tune} if name == "tvm" else {}))
+        return get_backend(name, **{option: getattr(self, option) for option in backend_class(name).options})
 
 
 class ConversionResult:
@@ -92,7 +94,7 @@ class ConversionResult:
         self.program = None
         self.exploration = None
         self.forced_runs = 0
-        self.region_meta: list[dict] = []
+        self.signatures: list[RegionSignature] = []  # the package's regions, as the manifest records them
         self.fallbacks: list[str] = []  # regions the chosen backend could not compile
         self.fused: list[str] = []  # host code run as one graph, and why other code stayed in the host
         self.unfused: list[str] = []
@@ -359,7 +361,9 @@ def _edge_inputs(spec) -> list[tuple[str, tuple]]:
 
 def region_loops(program) -> dict[str, str]:
     """Each region inside a host loop, mapped to its innermost loop's id."""
-    from rewrite.cfg import FusedBlock, If, Loop, RegionCall
+    from rewrite.cfg import If, Loop, RegionCall
+
+    from hostgen.fused import FusedBlock
 
     found: dict[str, str] = {}
 
@@ -456,11 +460,11 @@ def _shapes_of_shapes(st: ConversionResult, fixed: dict[str, bool]) -> dict[str,
 
 
 def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
-    from .runtime.model import _import_host
+    from .runtime import import_host
 
     scratch = os.path.join(st.workdir, ".scratch")
     st.regions_module = import_regions(os.path.join(st.workdir, "regions_torch.py"), st.program.globals)
-    host = _import_host(os.path.join(scratch, "host_explore.py"))
+    host = import_host(os.path.join(scratch, "host_explore.py"))
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.natural_inputs = inputs
     resized = _resized(st.spec)
@@ -476,22 +480,22 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
-    auto = opts.backend == "auto"
-    backend = opts.make_backend("tvm" if auto else None)
-    fallback = get_backend("onnxruntime") if backend.name == "tvm" else None
+    auto = opts.backend == AUTO
+    backend = opts.make_backend(backend_class(opts.backend).name)
+    fallback = opts.make_backend(backend.fallback) if backend.fallback else None
     os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
     st.compile_seconds = {}
     tuned_before = len(opts.tune.stats) if opts.tune else 0
-    st.region_meta, st.fallbacks = [], []
-    if backend.name == "torch":  # regions run as written: nothing to export, compile or verify
+    st.signatures, st.fallbacks = [], []
+    if backend.consumes == TORCH_REGIONS:  # regions run as written: nothing to export, compile or verify
         for region in st.program.regions:
             record = st.exploration.records[region.name]
             info = torch_region_info(record)
-            artifact = f"regions/{region.name}.json" if info["graph_leaves"] else None
+            artifact = backend.artifact(region.name) if info["graph_leaves"] else None
             if artifact:
                 _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
                                                                   "graph_leaves": info["graph_leaves"]}))
-            st.region_meta.append(_region_meta(region, record, info, artifact, _origin(region), backend.name))
+            st.signatures.append(_region_signature(region, record, info, artifact, _origin(region), backend.name))
         return
     exported = []
     total = len(st.program.regions)
@@ -519,8 +523,8 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 artifact = artifacts.get(fallback, onnx_path, region.name)
             run = used.load(os.path.join(st.workdir, artifact), st.workdir)
             try:  # TVM's simplifier may assume no NaN or infinities: checked on inputs that hold them
-                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.name == "tvm")
-            except Exception as exc:  # TVM wrong or failing where onnxruntime may be right (at 0 rows)
+                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.assumes_finite)
+            except Exception as exc:  # wrong or failing where the fallback may be right (TVM at 0 rows)
                 if fallback is None or used is fallback:
                     raise
                 if not auto:
@@ -528,7 +532,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 used = fallback
                 artifact = artifacts.get(fallback, onnx_path, region.name)
                 run = used.load(os.path.join(st.workdir, artifact), st.workdir)
-                verify_region(st.spec.model, fn, record, run, info, origin)
+                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.assumes_finite)
             if auto and used is backend:  # keep whichever compiler runs this region faster
                 other = artifacts.get(fallback, onnx_path, region.name)
                 other_run = fallback.load(os.path.join(st.workdir, other), st.workdir)
@@ -536,10 +540,10 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                 feeds = [example[i].numpy() for i in info["graph_inputs"]]
                 if _region_time(other_run, feeds) <= _region_time(run, feeds):
                     artifact, used = other, fallback
-                    verify_region(st.spec.model, fn, record, other_run, info, origin)
-        st.region_meta.append(_region_meta(region, record, info, artifact, origin, used.name))
+                    verify_region(st.spec.model, fn, record, other_run, info, origin, nonfinite=used.assumes_finite)
+        st.signatures.append(_region_signature(region, record, info, artifact, origin, used.name))
     st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
-    used_artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
+    used_artifacts = {s.artifact for s in st.signatures if s.artifact}
     kept = {path for artifact in used_artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
     # Measured by --backend auto, or failed verification, then not kept. A library stays while a kept
     # region's weights are bound to it, and goes once however many unused weights name it.
@@ -599,7 +603,7 @@ class _Artifacts:
             graph, weights = backend.split(onnx_path, os.path.join(os.path.dirname(onnx_path), f"{name}.{backend.name}.onnx"))
             graph_key = (backend.name, self._hash(graph))
             if graph_key not in self.libraries:
-                jobs.setdefault(graph_key, (f"regions/{name}{backend.suffix}", graph))
+                jobs.setdefault(graph_key, (backend.artifact(name), graph))
             pending[key] = (name, weights, graph_key)
         names = {os.path.join(self.workdir, a): os.path.basename(a) for a, _ in jobs.values()}
 
@@ -622,7 +626,7 @@ class _Artifacts:
             if weights is None or isinstance(library, Exception):
                 self.done[key] = library
                 continue
-            artifact = f"regions/{name}{backend.weights_suffix}"
+            artifact = backend.weights_artifact(name)
             backend.bind(weights, os.path.basename(library), os.path.join(self.workdir, artifact))
             self.done[key] = artifact
 
@@ -640,8 +644,14 @@ class _Artifacts:
         return {a for a in self.done.values() if isinstance(a, str)}
 
 
+def _fusing_backend(choice: str) -> str | None:
+    """The backend whose graphs run fused host code: the first that `choice` puts regions on and that runs
+    control flow (none: every decision stays in the host)."""
+    return next((name for name in chosen_backends(choice) if BACKENDS[name].control_flow), None)
+
+
 def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
-    """Run stretches of host code as one onnxruntime graph each (see fuse), where correct (and faster)."""
+    """Run stretches of host code as one graph each (see fuse), where correct (and faster)."""
     import onnx
 
     from .explore import to_numpy
@@ -649,43 +659,44 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     from .fuse.trial import HostTrial, try_fusion
     from .package import signature
 
-    if opts.fuse == "none" or opts.backend not in ("onnxruntime", "auto"):
+    fusing = _fusing_backend(opts.backend)
+    if opts.fuse == "none" or fusing is None:
         return
     scratch = os.path.join(st.workdir, ".scratch")
-    metas = {m["name"]: m for m in st.region_meta}
-    models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, m in metas.items() if m["artifact"]}
-    fusions, st.unfused = fuse_program(st.program, signature(st.spec), metas, models)
+    regions = {s.name: s for s in st.signatures}
+    models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, s in regions.items() if s.artifact}
+    fusions, st.unfused = fuse_program(st.program, signature(st.spec), regions, models, fusing)
     if not fusions:
         return
-    ort = get_backend("onnxruntime")
-    backends = {"onnxruntime": ort}
+    fuser = opts.make_backend(fusing)
+    backends = {fusing: fuser}
     inputs = [[to_numpy(v) for v in inp] for inp in st.natural_inputs]
     trial = HostTrial(st, lambda name: backends.setdefault(name, opts.make_backend(name)), inputs,
                       st.exploration.expected)
-    for meta in metas.values():
-        trial.add(meta)
+    for region in regions.values():
+        trial.add(region)
     for k, fusion in enumerate(fusions):
-        meta, where = fusion.meta, f"{fusion.block.origin.func} {fusion.block.origin.lines}"
-        st.progress("fuse", f"fusion trial {k + 1} of {len(fusions)}: {where} as region {meta['name']}", k,
+        name, where = fusion.signature.name, f"{fusion.block.origin.func} {fusion.block.origin.lines}"
+        st.progress("fuse", f"fusion trial {k + 1} of {len(fusions)}: {where} as region {name}", k,
                     len(fusions))
-        onnx_path = os.path.join(scratch, f"{meta['name']}.onnx")
+        onnx_path = os.path.join(scratch, f"{name}.onnx")
         onnx.save(fusion.model, onnx_path)
-        meta["artifact"] = f"regions/{meta['name']}{ort.suffix}"
+        fusion.signature = fusion.signature.with_artifact(fuser.artifact(name))
         try:
-            ort.compile(onnx_path, os.path.join(st.workdir, meta["artifact"]))
-        except Exception as exc:  # onnxruntime refuses the fused graph (INVALID_GRAPH): the host keeps the code
-            st.unfused.append(f"{where}: onnxruntime refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
+            fuser.compile(onnx_path, os.path.join(st.workdir, fusion.signature.artifact))
+        except Exception as exc:  # the backend refuses the fused graph (INVALID_GRAPH): the host keeps the code
+            st.unfused.append(f"{where}: {fuser.name} refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
             continue
         fused_program, why_not = try_fusion(trial, fusion, measure=opts.fuse == "measured")
         if why_not:
             st.unfused.append(f"{where}: {why_not}")
             continue
         st.program = fused_program
-        metas[meta["name"]] = meta
-        st.fused.append(f"{where}: region {meta['name']} runs {', '.join(meta['fuses'])}")
+        regions[name] = fusion.signature
+        st.fused.append(f"{where}: region {name} runs {', '.join(fusion.signature.fuses)}")
     used = set(called_regions(st.program.body))
-    st.region_meta = [m for name, m in metas.items() if name in used]
-    artifacts = {m["artifact"] for m in st.region_meta if m["artifact"]}
+    st.signatures = [s for name, s in regions.items() if name in used]
+    artifacts = {s.artifact for s in st.signatures if s.artifact}
     kept = {path for artifact in artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
     for name in os.listdir(os.path.join(st.workdir, "regions")):
         if os.path.join(st.workdir, "regions", name) not in kept:
@@ -696,11 +707,12 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
 
 def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
     shutil.rmtree(os.path.join(st.workdir, ".scratch"), ignore_errors=True)
-    if opts.backend != "torch":
+    if backend_class(opts.backend).consumes != TORCH_REGIONS:
         os.remove(os.path.join(st.workdir, "regions_torch.py"))
     write_picture(st.workdir, st.program)
-    write_manifest(st.workdir, st, opts.backend, opts.make_backend("tvm") if opts.backend in ("tvm", "auto") else None,
-                   __version__)
+    # What the regions' code was compiled for (one target: only TVM's code depends on the machine).
+    targets = (opts.make_backend(name).target for name in sorted({s.backend for s in st.signatures}))
+    write_manifest(st.workdir, st, opts.backend, next((t for t in targets if t is not None), None), __version__)
 
 
 def step_check(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -813,26 +825,26 @@ def _run_steps(opts: ConvertOptions, st: ConversionResult, on_step) -> None:
             raise DumpReached(name, step_dump(name, st))
 
 
-def _region_meta(region, record, info, artifact, origin, backend: str) -> dict:
+def _region_signature(region, record, info, artifact, origin, backend: str) -> RegionSignature:
     from .runtime.spec import count_leaves
 
     n_out = sum(count_leaves(s) for s in record.out_specs)
     graph_index = {leaf: k for k, leaf in enumerate(info["graph_leaves"])}
     dims = name_dims(record)
     example = next(iter(record.examples.values()))
-    return {
-        "name": region.name,
-        "origin": origin,
-        "artifact": artifact,
-        "backend": backend,
-        "inputs": [{"name": n, "spec": s} for n, s in zip(region.inputs, record.in_specs)],
-        "outputs": [{"name": n, "spec": s} for n, s in zip(region.outputs, record.out_specs)],
-        "input_leaves": [{"dtype": str(t.numpy().dtype), "shape": dims[k]} for k, t in enumerate(example)],
-        "graph_inputs": info["graph_inputs"],
-        "output_leaves": [{"source": "graph", "index": graph_index[i]} if i in graph_index
-                          else {"source": "input", "index": record.passthrough[i]} for i in range(n_out)],
-        "source_lines": [region.origin.first, region.origin.last],
-    }
+    return RegionSignature(
+        name=region.name,
+        origin=origin,
+        artifact=artifact,
+        backend=backend,
+        inputs=tuple(Port(n, s) for n, s in zip(region.inputs, record.in_specs)),
+        outputs=tuple(Port(n, s) for n, s in zip(region.outputs, record.out_specs)),
+        input_leaves=tuple(InputLeaf(str(t.numpy().dtype), tuple(dims[k])) for k, t in enumerate(example)),
+        graph_inputs=tuple(info["graph_inputs"]),
+        output_leaves=tuple(OutputLeaf(GRAPH, graph_index[i]) if i in graph_index
+                            else OutputLeaf(INPUT, record.passthrough[i]) for i in range(n_out)),
+        source_lines=(region.origin.first, region.origin.last),
+    )
 
 
 def _write(path: str, text: str) -> None:

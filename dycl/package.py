@@ -7,12 +7,13 @@ import os
 from rewrite.kinds import DecisionClass
 
 from .picture import program_dot, tree_text
+from .runtime.signature import ARRAY, Param
 from .runtime.verify import package_digest, sha256_file
 
 __all__ = ["write_manifest", "write_report", "write_picture", "summary", "signature"]
 
 
-def signature(spec) -> list[dict]:
+def signature(spec) -> list[Param]:
     """forward's inputs as the runtime checks them: dtype and shape (symbols where dynamic)."""
     import torch
 
@@ -20,10 +21,10 @@ def signature(spec) -> list[dict]:
     for name, value in zip(spec.params, spec.inputs):
         if isinstance(value, torch.Tensor):
             dynamic = spec.dynamic.get(name, {})
-            shape = [dynamic.get(a, d) for a, d in enumerate(value.shape)]
-            params.append({"name": name, "kind": "array", "dtype": str(value.numpy().dtype), "shape": shape})
+            shape = tuple(dynamic.get(a, d) for a, d in enumerate(value.shape))
+            params.append(Param(name, ARRAY, str(value.numpy().dtype), shape))
         else:
-            params.append({"name": name, "kind": type(value).__name__})
+            params.append(Param(name, type(value).__name__))
     return params
 
 
@@ -40,7 +41,9 @@ def write_picture(workdir: str, program) -> None:
                        capture_output=True)
 
 
-def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
+def write_manifest(workdir: str, st, backend: str, target: dict | None, version: str) -> None:
+    """manifest.json: the package's signature, regions, decisions and files; `target`: what the regions'
+    code was compiled for (None: portable)."""
     program = st.program
     files = {}
     for root, _, names in os.walk(workdir):
@@ -55,15 +58,15 @@ def write_manifest(workdir: str, st, backend: str, tvm, version: str) -> None:
         "model": program.name,
         "source": st.spec.path,
         "backend": backend,
-        "target": tvm.target if tvm is not None and any(m["backend"] == "tvm" for m in st.region_meta) else None,
-        "signature": signature(st.spec),
+        "target": target,
+        "signature": [p.to_json() for p in signature(st.spec)],
         "defaults": program.defaults,
         "decisions": [{"id": d.decision, "class": d.dclass, "origin": f"{d.origin.func} {d.origin.lines}"}
                       for d in program.decisions],
         "loops": [{"id": lp.decision, "kind": lp.kind, "origin": f"{lp.origin.func} {lp.origin.lines}"}
                   for lp in program.loops],
         "static_decisions": program.static_decisions,
-        "regions": st.region_meta,
+        "regions": [s.to_json() for s in st.signatures],
         "files": dict(sorted(files.items())),
     }
     raw = (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
@@ -110,7 +113,9 @@ def summary(st) -> dict:
 
 def _fused_in(program) -> dict[str, str]:
     """Each decision and loop that runs inside a fused region, mapped to that region."""
-    from rewrite.cfg import FusedBlock, If, Loop
+    from rewrite.cfg import If, Loop
+
+    from hostgen.fused import FusedBlock
 
     found: dict[str, str] = {}
 
@@ -177,7 +182,7 @@ def write_report(workdir: str, st) -> None:
     lines += ["## Host program", "", "Decisions and loops run in `host.py`; regions are compiled. The same graph "
               "is in `cfg.dot`" + (" (rendered: `cfg.svg`)." if os.path.exists(os.path.join(workdir, "cfg.svg")) else "."),
               "", "```", tree_text(program, os.path.basename(st.spec.path)).rstrip(), "```", ""]
-    inside = {name: m["name"] for m in st.region_meta for name in m.get("fuses", [])}
+    inside = {name: s.name for s in st.signatures for name in s.fuses or ()}
     lines += ["## Regions", "", "| region | source | inputs | outputs | calls in exploration | compiled as |",
               "|---|---|---|---|---:|---|"]
     for r in program.regions:

@@ -19,7 +19,8 @@ arms keep every shape, costs none.
 """
 from __future__ import annotations
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, RegionCall
+from hostgen.fused import FusedBlock
+from rewrite.cfg import HostStmt, If, Loop, RegionCall
 from rewrite.kinds import DecisionClass
 from rewrite.syntax import reads_writes
 

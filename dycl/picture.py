@@ -10,8 +10,10 @@ import html
 
 from rich.tree import Tree
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code
+from hostgen.fused import FusedBlock
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
 from rewrite.kinds import LoopKind
+
 
 __all__ = ["program_tree", "program_dot", "tree_text"]
 

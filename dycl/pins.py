@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from hostgen.fused import FusedBlock
 from rewrite.syntax import reads_writes
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, RegionCall, host_nodes
+from rewrite.cfg import HostStmt, If, Loop, RegionCall, host_nodes
 
 from .runtime.spec import count_leaves
 

@@ -132,7 +132,7 @@ def _sources_unchanged(sources: dict[str, str]) -> bool:
 def _serve_cached(entry: dict | None, key: str, package: str) -> bool:
     """Whether `entry` still describes this model: same key, the same imported sources, and (for a
     converted model) a package that verifies, digest included, and was compiled for this machine."""
-    from .backends.tvm import TargetMismatch, TvmBackend
+    from .backends import TargetMismatch, get_backend
     from .runtime.verify import PackageError, verify_package
 
     if not entry or entry.get("key") != key or "sources" not in entry or not _sources_unchanged(entry["sources"]):
@@ -141,9 +141,10 @@ def _serve_cached(entry: dict | None, key: str, package: str) -> bool:
         return True
     try:
         manifest = verify_package(package, entry["row"].get("digest") or "")[0]
-        if manifest.get("target"):  # TVM code for another CPU may not run here
-            TvmBackend().check_target(manifest["target"])
-    except (PackageError, OSError, TargetMismatch):
+        if manifest.get("target"):  # code compiled for another CPU (TVM's) may not run here
+            for name in sorted({r.get("backend", manifest["backend"]) for r in manifest["regions"]}):
+                get_backend(name).check_target(manifest["target"])
+    except (PackageError, OSError, TargetMismatch, ValueError):  # ValueError: a backend this dycl lacks
         return False
     return True
 

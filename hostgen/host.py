@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 from rewrite.kinds import DecisionClass, LoopKind
+from .fused import FusedBlock
 
 from .comments import comment_lines, origin_comment, region_comment
 from .reroll import reroll

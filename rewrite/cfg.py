@@ -6,7 +6,7 @@ import libcst as cst
 from .kinds import DecisionClass, JumpKind, LoopKind, StmtKind, TestKind
 
 __all__ = ["Origin", "Stmt", "IfNode", "LoopNode", "Jump", "Region", "RegionCall", "HostStmt", "If", "Loop",
-           "FusedBlock", "Program", "code"]
+           "Program", "code"]
 
 _EMPTY = cst.Module([])
 
@@ -152,26 +152,6 @@ class Loop:
                  iter=None):
         self.kind, self.body, self.origin, self.decision = kind, body, origin, decision
         self.test, self.target, self.iter = test, target, iter
-
-
-class FusedBlock:
-    """A run of host nodes a backend runs as one region: decisions and loops inside its graph.
-
-    The host calls `region` with `args` (names), assigns `outputs`, runs `hoisted`
-    statements (empty lists) before the call and extends each list in `extends`
-    with the stacked values its loops appended. `nodes` are the host nodes it replaces.
-    """
-
-    __slots__ = ("region", "args", "outputs", "extends", "hoisted", "nodes", "origin", "returns")
-
-    def __init__(self, region: str, args: list[str], outputs: list[str], extends: list[tuple[str, str]],
-                 hoisted: list, nodes: list, origin: Origin):
-        self.region, self.args, self.outputs, self.extends = region, args, outputs, extends
-        self.hoisted, self.nodes, self.origin = hoisted, nodes, origin
-        self.returns: bool | None = None  # the block ends the function: returns its outputs (as a tuple if True)
-
-    def __repr__(self) -> str:
-        return f"FusedBlock({self.region}: {self.args} -> {self.outputs}, {self.nodes!r})"
 
 
 def host_nodes(nodes: list):

@@ -98,7 +98,7 @@ def test_declared_dynamic_batch_serves_every_size(converted):
 
     result = converted(os.path.join(MODELS, "c_dynamic_batch.py"), check=20)
     net = dycl.load(result.out)
-    assert net.signature[0]["shape"] == ["batch", 6]
+    assert net.signature[0].shape == ("batch", 6)
     files = sorted(os.listdir(os.path.join(result.out, "regions")))
     gen = torch.Generator().manual_seed(1)
     for batch in (1, 2, 4, 7, 16):

@@ -220,7 +220,8 @@ def test_fusion_that_fails_leaves_the_code_in_the_host(tmp_path, monkeypatch, fa
 def test_a_fusion_makes_a_new_program_and_leaves_the_old_one_as_it_was(converted):
     # fuse.Fusion.applied: the tree is never changed in place; the ifs and lists on the way to the run are copied
     from dycl.fuse import Fusion
-    from rewrite.cfg import FusedBlock, If, host_nodes
+    from hostgen.fused import FusedBlock
+    from rewrite.cfg import If, host_nodes
 
     result = converted(os.path.join(MODELS, "golden_gated.py"), check=20, fuse="none")
     program = result.program

@@ -94,7 +94,7 @@ def test_unrolled_loop_fuses_each_iteration_apart(converted):
 
     result = converted(os.path.join(MODELS, "fuzz_unrolled_fusion.py"), check=6)
     assert result.check.passed, result.check.failure
-    blocks = [m["name"] for m in result.region_meta if m.get("fuses")]
+    blocks = [s.name for s in result.signatures if s.fuses]
     assert len(blocks) >= 2 and len(set(blocks)) == len(blocks)
     net = dycl.load(result.out)
     for (x,) in result.spec.sample_inputs(8, seed=3):
@@ -292,8 +292,8 @@ def test_region_reached_at_one_size_gets_a_symbolic_dim(converted, backend):
     import dycl
 
     result = converted(os.path.join(MODELS, "fuzz_one_size_region.py"), backend=backend, check=6)
-    body = next(m for m in result.region_meta if m["name"] == "layers_0_L35")  # the loop body
-    assert body["input_leaves"][0]["shape"] == ["batch", 4]
+    body = next(s for s in result.signatures if s.name == "layers_0_L35")  # the loop body
+    assert body.input_leaves[0].shape == ("batch", 4)
     net = dycl.load(result.out)
     model = result.spec.model
     for rows in (0, 1, 3, 4, 5, 9, 257):  # the loop runs from 4 rows on
@@ -353,7 +353,7 @@ def test_tvm_keeps_nan_from_infinities(tmp_path, model):
     opts = ConvertOptions(os.path.join(MODELS, model), str(tmp_path / "out"), "tvm", check=4)
     opts.jobs = 1
     result = convert(opts)
-    assert result.fallbacks == [] and {m["backend"] for m in result.region_meta if m["artifact"]} == {"tvm"}
+    assert result.fallbacks == [] and {s.backend for s in result.signatures if s.artifact} == {"tvm"}
     net = dycl.load(result.out)
     module = fuzz._import(os.path.join(MODELS, model))
     nonfinite = 0

@@ -201,7 +201,7 @@ def test_keyword_inputs(converted):
     from dycl.runtime import InputError
 
     net = dycl.load(converted(IF_ELSE, check=5).out)
-    name = net.signature[0]["name"]
+    name = net.signature[0].name
     np.testing.assert_array_equal(net(**{name: X}), net(X))
     with pytest.raises(InputError) as err:
         net(X, **{name: X})
@@ -260,7 +260,7 @@ def test_scalar_inputs_are_type_checked(converted, tmp_path):
     path = tmp_path / "scaled.py"
     path.write_text(SCALAR_MODEL)
     net = dycl.load(converted(str(path), check=6).out)
-    assert [p["kind"] for p in net.signature] == ["array", "int", "float"]
+    assert [p.kind for p in net.signature] == ["array", "int", "float"]
     x = np.ones((1, 4), np.float32)
     np.testing.assert_allclose(net(x, 3, 2), net(x, np.int64(3), 2.0))
     with pytest.raises(InputError) as err:

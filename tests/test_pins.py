@@ -64,11 +64,11 @@ def test_pinned_region_keeps_static_dims_and_the_threshold_region_does_not(conve
 
     result = converted(PINNED, check=20)
     assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4
-    shapes = {m["name"]: [leaf["shape"] for leaf in m["input_leaves"]] for m in result.region_meta}
-    pinned = next(m["name"] for m in result.region_meta if m["origin"].endswith("L24-26"))
+    shapes = {s.name: [list(leaf.shape) for leaf in s.input_leaves] for s in result.signatures}
+    pinned = next(s.name for s in result.signatures if s.origin.endswith("L24-26"))
     assert shapes[pinned] == [[2, 3, 3, 4]]  # seen at 3x3 only: the test makes that right
     assert result.exploration.records[pinned].one_size() == {"height": 3, "width": 3}
-    threshold = next(m["name"] for m in result.region_meta if m["origin"].endswith("L30-33"))
+    threshold = next(s.name for s in result.signatures if s.origin.endswith("L30-33"))
     assert shapes[threshold] == [[2, "height", "width", 8]]
     net = dycl.load(result.out)
     gen = torch.Generator().manual_seed(1)
@@ -89,7 +89,7 @@ def test_the_pinned_region_refuses_another_size_with_a_clear_error(converted):
     from dycl.runtime.region import RegionError
 
     result = converted(PINNED, check=20)
-    pinned = next(m["name"] for m in result.region_meta if m["origin"].endswith("L24-26"))
+    pinned = next(s.name for s in result.signatures if s.origin.endswith("L24-26"))
     net = dycl.load(result.out)
     region = getattr(net.regions, pinned)
     assert region(np.zeros((2, 3, 3, 4), np.float32)).shape == (2, 3, 3, 8)
@@ -118,8 +118,8 @@ def test_an_arm_split_by_a_value_decision_keeps_its_static_dims(tmp_path):
     opts.fuse = "none"
     result = convert(opts)
     assert result.check.passed and result.check.eta == 0
-    doubled = next(m for m in result.region_meta if m["origin"] == "forward L28")
-    assert [leaf["shape"] for leaf in doubled["input_leaves"]] == [[2, 3, 3, 8]]
+    doubled = next(s for s in result.signatures if s.origin == "forward L28")
+    assert [list(leaf.shape) for leaf in doubled.input_leaves] == [[2, 3, 3, 8]]
     net = dycl.load(result.out)
     for k in range(6):
         x = torch.randn(2, 3, 3, generator=torch.Generator().manual_seed(k)) + (k % 2 - 0.5) * 4

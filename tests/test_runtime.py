@@ -151,8 +151,8 @@ def test_inputs_sharing_a_symbol_must_agree(tmp_path):
     convert(ConvertOptions(os.path.join(MODELS, "c_multi_input.py"), str(out), check=10,
                            dynamic=["x:0=batch", "y:0=batch"]))
     net = dycl.load(str(out))
-    assert [p["shape"][0] for p in net.signature] == ["batch", "batch"]
-    x = np.ones((3, net.signature[0]["shape"][1]), np.float32)
+    assert [p.shape[0] for p in net.signature] == ["batch", "batch"]
+    x = np.ones((3, net.signature[0].shape[1]), np.float32)
     assert net(x, x) is not None
     with pytest.raises(dycl.InputError) as info:
         net(x, x[:2])

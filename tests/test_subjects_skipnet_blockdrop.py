@@ -51,10 +51,10 @@ def test_policy_log_fused_blocks_get_their_own_graphs(converted):
     for gate in gates:
         arms = {taken for d, taken in result.exploration.natural_arms if d == gate.decision}
         assert arms == {True, False}, f"gate {gate.decision} only went {arms}"
-    blocks = [m for m in result.region_meta if m["name"].startswith("block_")]
+    blocks = [s for s in result.signatures if s.name.startswith("block_")]
     assert len(blocks) >= 2  # runs between the asserts, each starting on the policy helper's line
-    assert len({m["name"] for m in blocks}) == len(blocks)
-    assert len({m["artifact"] for m in blocks}) == len(blocks)
+    assert len({s.name for s in blocks}) == len(blocks)
+    assert len({s.artifact for s in blocks}) == len(blocks)
 
 
 def test_policy_log_bookkeeping_on_the_model_leaves_no_host_code(converted):

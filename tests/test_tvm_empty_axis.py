@@ -64,5 +64,5 @@ def test_switch_router_runs_on_tvm_at_zero_tokens(converted):
     result = converted(os.path.join(ROOT, "tests", "corpus", "switch_capacity.py"), backend="tvm", check=20)
     assert result.check.passed, result.check.failure
     assert result.check.eta == 0 and result.check.delta <= 1e-4
-    router = [m for m in result.region_meta if m["origin"].startswith("SwitchTransformersSparseMLP.forward")]
-    assert router and all(m["backend"] == "tvm" for m in router)
+    router = [s for s in result.signatures if s.origin.startswith("SwitchTransformersSparseMLP.forward")]
+    assert router and all(s.backend == "tvm" for s in router)

@@ -6,17 +6,44 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Backend", "RegionFn"]
+__all__ = ["Backend", "RegionFn", "ONNX", "TORCH_REGIONS", "TargetMismatch"]
 
 RegionFn = Callable[[Sequence[np.ndarray]], list]
 
+# What a backend compiles (Backend.consumes):
+ONNX = "onnx"  # each region exported to an ONNX file
+TORCH_REGIONS = "torch-regions"  # nothing: the generated region functions (regions_torch.py) run as written
+
+
+class TargetMismatch(RuntimeError):
+    """The package's artifacts were compiled for another machine (see Backend.check_target)."""
+
 
 class Backend:
-    """Compile an ONNX file into an artifact; load an artifact as a callable."""
+    """Compile an ONNX file into an artifact; load an artifact as a callable.
+
+    Besides the protocol, each backend declares what the driver needs to know of it, so that the driver
+    never asks for a backend by name.
+    """
 
     name = ""
     suffix = ""  # of a compiled graph
     weights_suffix = ""  # of a region's own weights file, where the backend lifts weights out (see split)
+    consumes = ONNX  # what `compile` takes (see ONNX, TORCH_REGIONS)
+    control_flow = False  # runs ONNX If and Loop inside a graph: fusion may run host decisions and loops there
+    assumes_finite = False  # its compiler may assume no NaN or infinity: regions are verified on inputs holding them
+    fallback: str | None = None  # the backend a region goes to where this one cannot compile it or runs it wrong
+    options: tuple[str, ...] = ()  # the conversion options (ConvertOptions attributes) its constructor takes
+
+    @classmethod
+    def artifact(cls, region: str) -> str:
+        """The path, in the package, of a region's compiled graph."""
+        return f"regions/{region}{cls.suffix}"
+
+    @classmethod
+    def weights_artifact(cls, region: str) -> str:
+        """The path, in the package, of a region's own weights (where `split` lifted them out)."""
+        return f"regions/{region}{cls.weights_suffix}"
 
     def __init__(self, threads: int = 1):
         self.threads = threads
@@ -27,7 +54,7 @@ class Backend:
         return None
 
     def check_target(self, target: dict | None) -> None:
-        """Refuse, with a clear message, artifacts compiled for another machine."""
+        """Refuse, with a clear message (TargetMismatch), artifacts compiled for another machine."""
 
     def compile(self, onnx_path: str, artifact_path: str) -> None:
         raise NotImplementedError

@@ -21,6 +21,7 @@ def _weights(artifact_path: str) -> str:
 class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
     suffix = ".onnx"
+    control_flow = True
 
     def _options(self, level):
         import onnxruntime as ort

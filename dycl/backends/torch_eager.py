@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .base import Backend, RegionFn
+from .base import TORCH_REGIONS, Backend, RegionFn
 
 __all__ = ["TorchBackend"]
 
@@ -17,6 +17,7 @@ class TorchBackend(Backend):
 
     name = "torch"
     suffix = ".json"
+    consumes = TORCH_REGIONS
     _cache: dict = {}
 
     def compile(self, onnx_path: str, artifact_path: str) -> None:

@@ -27,16 +27,12 @@ from __future__ import annotations
 import json
 import os
 
-from .base import Backend, RegionFn
+from .base import Backend, RegionFn, TargetMismatch
 from .tvm_params import library_of, read_weights, write_weights
 
 __all__ = ["TvmBackend", "default_target", "TargetMismatch"]
 
 _ALIGNMENT = 64
-
-
-class TargetMismatch(RuntimeError):
-    """The package was compiled for another CPU."""
 
 
 def use_threads(n: int) -> None:
@@ -78,6 +74,9 @@ class TvmBackend(Backend):
     name = "tvm"
     suffix = ".so"
     weights_suffix = ".safetensors"
+    assumes_finite = True  # TVM's simplifier may assume no NaN or infinities (see tvm_ieee)
+    fallback = "onnxruntime"  # at 0 rows, or where TVM cannot compile a region
+    options = ("target", "tune")
 
     def __init__(self, threads: int = 1, target: str | dict | None = None, tune=None):
         super().__init__(threads)

@@ -23,6 +23,7 @@ import time
 from typing import Callable, Iterator
 
 from .. import __version__
+from ..backends import takes_option
 from ..outdir import OutputError, check_output, clean_stale, make_workdir, remove_created, replace_dir
 
 __all__ = ["run", "pack_folder", "convert_model"]
@@ -98,7 +99,7 @@ def convert_model(archive: bytes, layout: dict, model: str, settings: dict, even
         os.chdir(work)
         out = os.path.join(root, "package", name)
         compile_all = None
-        if settings["backend"] in ("tvm", "auto"):  # its regions compile (and tune) as Ray tasks too
+        if takes_option(settings["backend"], "target"):  # compiled for a machine: as Ray tasks too (and tuned)
             from .ray_compile import RayCompiler
 
             compile_all = RayCompiler(records).compile_all

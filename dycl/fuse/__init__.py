@@ -20,9 +20,11 @@ import libcst as cst
 import onnx
 from onnx import helper
 
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
+from hostgen.fused import FusedBlock
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 from rewrite.names import Namespace
 
+from ..runtime.signature import GRAPH, InputLeaf, OutputLeaf, Param, Port, RegionSignature
 from .block import Block, Context
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
@@ -30,14 +32,14 @@ from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth
 __all__ = ["Unfusable", "Fusion", "fuse_program", "called_regions"]
 
 
-def _build(program: Program, run: list, name: str, signature: list[dict], metas: dict[str, dict],
-           models: dict[str, onnx.ModelProto]) -> tuple[onnx.ModelProto, dict, FusedBlock]:
-    """The ONNX model running `run`, its region metadata, and the host's call."""
+def _build(program: Program, run: list, name: str, params: list[Param], regions: dict[str, RegionSignature],
+           models: dict[str, onnx.ModelProto], backend: str) -> tuple[onnx.ModelProto, RegionSignature, FusedBlock]:
+    """The ONNX model running `run`, its region signature (no artifact yet), and the host's call."""
     called = called_regions(run)
     opsets = {(o.domain or "", o.version) for r in called if r in models for o in models[r].opset_import}
     if len(opsets) > 1:
         raise Unfusable("its regions use different ONNX opsets or custom domains")
-    ctx = Context(program, run, metas, models, signature)
+    ctx = Context(program, run, regions, models, params)
     graph, env = Graph(ctx.names), Env(source=ctx.input)
     block = Block(ctx, graph, env, top=True, returning=_returns(run))
     for k, node in enumerate(run):
@@ -77,19 +79,19 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
                               ir_version=ir)
     out_names = live + [f"{lst}_items" for lst in ctx.scans]
     origin = _span(run)
-    meta = {
-        "name": name,
-        "origin": f"{origin.func} {origin.lines}",
-        "artifact": None,
-        "backend": "onnxruntime",
-        "inputs": [{"name": n, "spec": _spec(v)} for n, v in inputs],
-        "outputs": [{"name": n, "spec": _spec(v)} for n, v in zip(out_names, vals)],
-        "input_leaves": [{"dtype": _dtype(v), "shape": None} for v in in_leaves],
-        "graph_inputs": list(range(len(in_leaves))),
-        "output_leaves": [{"source": "graph", "index": k} for k in range(len(out_leaves))],
-        "source_lines": [origin.first, origin.last],
-        "fuses": called,
-    }
+    fused = RegionSignature(
+        name=name,
+        origin=f"{origin.func} {origin.lines}",
+        artifact=None,
+        backend=backend,
+        inputs=tuple(Port(n, _spec(v)) for n, v in inputs),
+        outputs=tuple(Port(n, _spec(v)) for n, v in zip(out_names, vals)),
+        input_leaves=tuple(InputLeaf(_dtype(v), None) for v in in_leaves),
+        graph_inputs=tuple(range(len(in_leaves))),
+        output_leaves=tuple(OutputLeaf(GRAPH, k) for k in range(len(out_leaves))),
+        source_lines=(origin.first, origin.last),
+        fuses=tuple(called),
+    )
     # The host makes the empty lists that its loops' items extend, or that it reads afterwards.
     hoisted = [n for n in run if isinstance(n, HostStmt) and _empty_list(n.node)
                and (n.node.targets[0].target.value in ctx.scans
@@ -99,7 +101,7 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
                        hoisted, run, origin)
     if returns is not None:
         block.returns = ctx.returns[0][0]
-    return model, meta, block
+    return model, fused, block
 
 
 def _host_list(value) -> bool:
@@ -144,8 +146,9 @@ def called_regions(nodes: list) -> list[str]:
 class Fusion:
     """One run of host nodes built as a graph, and its FusedBlock; the host tree is never changed in place."""
 
-    def __init__(self, run: list, model: onnx.ModelProto, meta: dict, block: FusedBlock):
-        self.run, self.model, self.meta, self.block = run, model, meta, block
+    def __init__(self, run: list, model: onnx.ModelProto, signature: RegionSignature,
+                 block: FusedBlock):
+        self.run, self.model, self.signature, self.block = run, model, signature, block
 
     def applied(self, program: Program) -> Program | None:
         """A new program whose tree has the block in place of the run; None where the run is no longer in the
@@ -178,18 +181,20 @@ def _replaced(nodes: list, run: list, block: FusedBlock, copies: dict) -> list |
     return None
 
 
-def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict],
-                 models: dict[str, onnx.ModelProto]) -> tuple[list[Fusion], list[str]]:
-    """Every run worth a graph, built against the unchanged program; and why the others were not built."""
+def fuse_program(program: Program, params: list[Param], regions: dict[str, RegionSignature],
+                 models: dict[str, onnx.ModelProto], backend: str) -> tuple[list[Fusion], list[str]]:
+    """Every run worth a graph of `backend` (one that runs ONNX control flow), built against the unchanged
+    program; and why the others were not built. Only regions `backend` compiled are inlined."""
     fusions, reasons = [], []
-    names = Namespace(metas)  # runs may start on one line (a helper inlined before each block): one name each
-    work = _runs(program.body, metas)
+    names = Namespace(regions)  # runs may start on one line (a helper inlined before each block): one name each
+    work = _runs(program.body, regions, backend)
     while work:
         nodes, start, end = work.pop(0)
         run = nodes[start:end]
         origin = _span(run)
         try:
-            model, meta, block = _build(program, run, names.fresh(f"block_L{origin.first}"), signature, metas, models)
+            model, fused, block = _build(program, run, names.fresh(f"block_L{origin.first}"), params, regions, models,
+                                         backend)
         except Unfusable as exc:  # keep the node it failed on in the host; try the code around and inside it
             if exc.at is None:  # the run as a whole (its outputs): nothing smaller to try
                 reasons.append(f"{origin.func} {origin.lines}: {exc.args[0]}")
@@ -199,15 +204,15 @@ def fuse_program(program: Program, signature: list[dict], metas: dict[str, dict]
             reasons.append(f"{where.func} {where.lines}: {exc.args[0]}")
             work += [(nodes, a, b) for a, b in ((start, k), (k + 1, end)) if worth_it(nodes[a:b])]
             if isinstance(exc.at, If):
-                work += _runs(exc.at.body, metas) + _runs(exc.at.orelse, metas)
+                work += _runs(exc.at.body, regions, backend) + _runs(exc.at.orelse, regions, backend)
             elif isinstance(exc.at, Loop):
-                work += _runs(exc.at.body, metas)
+                work += _runs(exc.at.body, regions, backend)
             continue
         except Exception as exc:  # a bug in building the graph must never fail the conversion: host keeps it
             reasons.append(f"{origin.func} {origin.lines}: no graph built ({type(exc).__name__}: "
                            f"{(str(exc).strip().splitlines() or [''])[0]})")
             continue
-        fusions.append(Fusion(run, model, meta, block))
+        fusions.append(Fusion(run, model, fused, block))
     return fusions, reasons
 
 

@@ -11,6 +11,7 @@ from rewrite.syntax import reads_writes
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 from rewrite.kinds import LoopKind
 
+from ..runtime.signature import GRAPH, Param, RegionSignature
 from .graph import (ARITH, NP_ELEM, Appended, Env, Expr, Graph, Names, Tup, Unfusable, Val, from_type, read,
                     scalar_kind)
 from .runs import Types, _append, _empty_list, _returns, early_exit, names_outside, split_breaks
@@ -19,11 +20,12 @@ from .runs import Types, _append, _empty_list, _returns, early_exit, names_outsi
 class Context:
     """What building one block needs: the regions, their graphs, the host's types, and the block's inputs."""
 
-    def __init__(self, program: Program, run: list, metas: dict, models: dict, signature: list[dict]):
-        self.program, self.metas, self.models = program, metas, models
+    def __init__(self, program: Program, run: list, regions: dict[str, RegionSignature], models: dict,
+                 params: list[Param]):
+        self.program, self.regions, self.models = program, regions, models
         self.out_elems = {r: [o.type.tensor_type.elem_type for o in models[r].graph.output] if r in models else []
-                          for r in metas}
-        self.types = Types(program, run[0], signature, metas, self.out_elems)
+                          for r in regions}
+        self.types = Types(program, run[0], params, regions, self.out_elems)
         self.names = Names()
         self.inputs: dict[str, Val] = {}
         self.scans: dict[str, Val] = {}
@@ -112,7 +114,7 @@ class Block:
 
     def _RegionCall(self, node: RegionCall) -> None:
         name = node.region.name
-        _inline(self.g, node.region, self.ctx.metas[name], self.ctx.models.get(name), self.env)
+        _inline(self.g, node.region, self.ctx.regions[name], self.ctx.models.get(name), self.env)
 
     def _HostStmt(self, node: HostStmt) -> None:
         stmt, expr = node.node, Expr(self.g, self.env)
@@ -343,11 +345,11 @@ def _range_args(loop: Loop) -> tuple[cst.BaseExpression | None, cst.BaseExpressi
     return (it.args[0].value, it.args[1].value) if len(it.args) == 2 else (None, it.args[0].value)
 
 
-def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: Env) -> None:
+def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto | None, env: Env) -> None:
     """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there."""
     args: list[Val] = []  # the region's input leaves, in order
-    for var, inp in zip(region.inputs, meta["inputs"]):
-        _leaves_in(g, read(env, var), inp["spec"], args, f"region {region.name} input `{var}`")
+    for var, inp in zip(region.inputs, signature.inputs):
+        _leaves_in(g, read(env, var), inp.spec, args, f"region {region.name} input `{var}`")
     graph_outs: list[Val] = []
     if model is not None:
         prefix = g.names.fresh(region.name)
@@ -373,10 +375,10 @@ def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: En
             _rename_node(copy, prefix, mapped)
             g.add(copy)
         graph_outs = [Val(mapped(o.name), "array", o.type.tensor_type.elem_type) for o in model.graph.output]
-    leaves = iter([graph_outs[leaf["index"]] if leaf["source"] == "graph" else args[leaf["index"]]
-                   for leaf in meta["output_leaves"]])
-    for out in meta["outputs"]:
-        env[out["name"]] = _value_out(g, out["spec"], leaves)
+    leaves = iter([graph_outs[leaf.index] if leaf.source == GRAPH else args[leaf.index]
+                   for leaf in signature.output_leaves])
+    for out in signature.outputs:
+        env[out.name] = _value_out(g, out.spec, leaves)
 
 
 def _rename_node(node: onnx.NodeProto, prefix: str, mapped) -> None:

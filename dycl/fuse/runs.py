@@ -3,18 +3,21 @@ from __future__ import annotations
 
 import libcst as cst
 
+from hostgen.fused import FusedBlock
 from rewrite.syntax import reads_writes
-from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall
+from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall
 from rewrite.kinds import LoopKind
 
+from ..runtime.signature import GRAPH, Param, RegionSignature
 from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, from_type, scalar_kind
 
 
-def _candidate(node, metas: dict, top: bool = False, returning: bool = False) -> bool:
-    """Could `node` run inside a graph? (Building it decides for sure.)"""
+def _candidate(node, regions: dict[str, RegionSignature], backend: str, top: bool = False,
+               returning: bool = False) -> bool:
+    """Could `node` run inside a graph of `backend`? (Building it decides for sure.)"""
     if isinstance(node, RegionCall):
-        meta = metas[node.region.name]
-        return meta["backend"] == "onnxruntime" and _flat(meta)
+        called = regions[node.region.name]
+        return called.backend == backend and _flat(called)
     if isinstance(node, HostStmt):
         stmt = node.node
         if isinstance(stmt, cst.Return):
@@ -22,10 +25,10 @@ def _candidate(node, metas: dict, top: bool = False, returning: bool = False) ->
         return node.dead or isinstance(stmt, (cst.Assign, cst.AugAssign)) and not (_empty_list(stmt) and not top) \
             or _append(stmt)
     if isinstance(node, If):
-        return all(_candidate(n, metas, returning=returning) for n in node.body + node.orelse)
+        return all(_candidate(n, regions, backend, returning=returning) for n in node.body + node.orelse)
     if isinstance(node, Loop):
         steps, _ = split_breaks(node.body)
-        return all(_candidate(n, metas) for n in steps)
+        return all(_candidate(n, regions, backend) for n in steps)
     return False
 
 
@@ -34,18 +37,19 @@ def worth_it(run: list) -> bool:
     return calls >= 2 or any(isinstance(n, (If, Loop)) for n in run)
 
 
-def _runs(nodes: list, metas: dict) -> list[tuple[list, int, int]]:
+def _runs(nodes: list, regions: dict[str, RegionSignature], backend: str) -> list[tuple[list, int, int]]:
     """Maximal runs of candidate nodes worth a region, as (list, start, end), innermost lists searched too.
 
-    In a list that ends in `return`, returns and early-exit decisions are candidates as well.
+    Only regions compiled by `backend` (the one that runs the fused graph) are inlined. In a list that
+    ends in `return`, returns and early-exit decisions are candidates as well.
     """
     found = []
     returning = _returns(nodes)
     k = 0
     while k < len(nodes):
-        if _candidate(nodes[k], metas, top=True, returning=returning):
+        if _candidate(nodes[k], regions, backend, top=True, returning=returning):
             end = k
-            while end < len(nodes) and _candidate(nodes[end], metas, top=True, returning=returning):
+            while end < len(nodes) and _candidate(nodes[end], regions, backend, top=True, returning=returning):
                 end += 1
             if worth_it(nodes[k:end]):
                 found.append((nodes, k, end))
@@ -53,9 +57,9 @@ def _runs(nodes: list, metas: dict) -> list[tuple[list, int, int]]:
             continue
         node = nodes[k]
         if isinstance(node, If):
-            found += _runs(node.body, metas) + _runs(node.orelse, metas)
+            found += _runs(node.body, regions, backend) + _runs(node.orelse, regions, backend)
         elif isinstance(node, Loop):
-            found += _runs(node.body, metas)
+            found += _runs(node.body, regions, backend)
         k += 1
     return found
 
@@ -98,13 +102,13 @@ class _Stop(Exception):
 class Types:
     """What the host holds under each name before a node: arrays (with element type) or Python scalars."""
 
-    def __init__(self, program: Program, before, signature: list[dict], metas: dict[str, dict],
+    def __init__(self, program: Program, before, params: list[Param], regions: dict[str, RegionSignature],
                  out_elems: dict[str, list[int]]):
         self.kinds: dict[str, tuple[str, int | None] | None] = {}
-        self.metas, self.out_elems, self.before = metas, out_elems, before
-        for param in signature:
-            if param["kind"] == "array":
-                self._set(param["name"], ("array", NP_ELEM.get(param["dtype"])))
+        self.regions, self.out_elems, self.before = regions, out_elems, before
+        for param in params:
+            if param.is_array:
+                self._set(param.name, ("array", NP_ELEM.get(param.dtype)))
         try:
             self._walk(program.body)
         except _Stop:
@@ -121,8 +125,8 @@ class Types:
             if node is self.before:
                 raise _Stop
             if isinstance(node, RegionCall):
-                meta = self.metas[node.region.name]
-                for out, kind in zip(node.region.outputs, region_output_kinds(meta, self.out_elems[meta["name"]])):
+                called = self.regions[node.region.name]
+                for out, kind in zip(node.region.outputs, region_output_kinds(called, self.out_elems[called.name])):
                     self._set(out, kind)
             elif isinstance(node, HostStmt) and isinstance(node.node, cst.Assign) and len(node.node.targets) == 1:
                 target, kind = node.node.targets[0].target, self._kind(node.node.value)
@@ -161,16 +165,16 @@ class Types:
         return self.kinds.get(name)
 
 
-def region_output_kinds(meta: dict, graph_elems: list[int]) -> list[tuple]:
+def region_output_kinds(region: RegionSignature, graph_elems: list[int]) -> list[tuple]:
     """The type (see Val.type) of each output of a region."""
     leaves = []
-    for leaf in meta["output_leaves"]:
-        if leaf["source"] == "graph":
-            leaves.append(("array", graph_elems[leaf["index"]]))
+    for leaf in region.output_leaves:
+        if leaf.source == GRAPH:
+            leaves.append(("array", graph_elems[leaf.index]))
         else:
-            leaves.append(("array", NP_ELEM.get(meta["input_leaves"][leaf["index"]]["dtype"])))
+            leaves.append(("array", NP_ELEM.get(region.input_leaves[leaf.index].dtype)))
     it = iter(leaves)
-    return [_spec_type(out["spec"], it) for out in meta["outputs"]]
+    return [_spec_type(out.spec, it) for out in region.outputs]
 
 
 def _spec_type(spec: dict, leaves) -> tuple:
@@ -182,9 +186,9 @@ def _spec_type(spec: dict, leaves) -> tuple:
     return next(leaves)
 
 
-def _flat(meta: dict) -> bool:
+def _flat(region: RegionSignature) -> bool:
     """Arrays, Python scalars, and tuples or lists of them in and out (no dicts, no None)."""
-    return all(_leafy(i["spec"]) for i in meta["inputs"]) and all(_leafy(o["spec"]) for o in meta["outputs"])
+    return all(_leafy(p.spec) for p in region.inputs + region.outputs)
 
 
 def _leafy(spec: dict) -> bool:

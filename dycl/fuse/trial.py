@@ -14,8 +14,10 @@ import time
 
 from hostgen import host_source
 
-from ..runtime.model import _Regions, _import_host
+from ..runtime import import_host
+from ..runtime.model import _Regions
 from ..runtime.region import RegionCallable
+from ..runtime.signature import RegionSignature
 
 __all__ = ["HostTrial"]
 
@@ -31,11 +33,11 @@ class HostTrial:
         self.fns: dict[str, RegionCallable] = {}
         self.count = 0
 
-    def add(self, meta: dict) -> None:
+    def add(self, region: RegionSignature) -> None:
         fn = None
-        if meta["artifact"]:
-            fn = self.backend_for(meta["backend"]).load(os.path.join(self.st.workdir, meta["artifact"]), self.st.workdir)
-        self.fns[meta["name"]] = RegionCallable(meta, fn)
+        if region.artifact:
+            fn = self.backend_for(region.backend).load(os.path.join(self.st.workdir, region.artifact), self.st.workdir)
+        self.fns[region.name] = RegionCallable(region, fn)
 
     def forward(self, program):
         """`program`'s host over the compiled regions."""
@@ -43,7 +45,7 @@ class HostTrial:
         path = os.path.join(self.st.workdir, ".scratch", f"host_trial_{self.count}.py")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(host_source(program, "trial"))
-        forward = _import_host(path).forward
+        forward = import_host(path).forward
         regions = _Regions(self.fns)
         return lambda *args: forward(regions, *args)
 
@@ -87,7 +89,7 @@ def try_fusion(trial: HostTrial, fusion, measure: bool):
     if fused_program is None:
         return None, "an earlier fusion runs this code"
     try:
-        trial.add(fusion.meta)
+        trial.add(fusion.signature)
         fused = trial.forward(fused_program)
         trial.check(fused)
     except Exception as exc:

@@ -10,16 +10,17 @@ import numpy as np
 
 from ..backends import get_backend
 from .region import RegionCallable
+from .signature import Param, RegionSignature
 from .verify import PackageError, artifact_paths, hasher, package_path, read_manifest, verify_package
 
-__all__ = ["load", "CompiledModel", "InputError", "PackageError"]
+__all__ = ["load", "import_host", "CompiledModel", "InputError", "PackageError"]
 
 
 class InputError(ValueError):
     """An input does not match the signature the package was converted for."""
 
 
-def _import_host(path: str, source: bytes | None = None) -> types.ModuleType:
+def import_host(path: str, source: bytes | None = None) -> types.ModuleType:
     """Import host.py from `source` (its verified bytes; read once if not given), never from a bytecode cache."""
     if source is None:
         with open(path, "rb") as fh:
@@ -62,14 +63,12 @@ class CompiledModel:
         self.digest = digest  # the verified package digest (None when loaded with verify=False)
         self._forward = host.forward
         self.regions = _Regions(regions)
-        self.signature = manifest["signature"]
+        self.signature: list[Param] = [Param.from_json(p) for p in manifest["signature"]]
         # Per array input (None for others): its dtype and dims; and the shapes of the last inputs
         # that fit, checked by one comparison.
-        self._expect = [(np.dtype(p["dtype"]), tuple(p["shape"])) if p["kind"] == "array" else None
-                        for p in self.signature]
+        self._expect = [(np.dtype(p.dtype), p.shape) if p.is_array else None for p in self.signature]
         # Python scalar inputs: (position, the types taken without a closer look)
-        self._scalars = [(k, _SCALAR_TYPES[p["kind"]]) for k, p in enumerate(self.signature)
-                         if p["kind"] in _SCALAR_TYPES]
+        self._scalars = [(k, _SCALAR_TYPES[p.kind]) for k, p in enumerate(self.signature) if p.kind in _SCALAR_TYPES]
         self._fitting: tuple | None = None
 
     def __call__(self, *inputs, **named):
@@ -81,7 +80,7 @@ class CompiledModel:
 
     def _bind(self, inputs: tuple, named: dict) -> tuple:
         """Keyword inputs, by forward's parameter names, in their positions."""
-        names = [p["name"] for p in self.signature]
+        names = [p.name for p in self.signature]
         args = list(inputs) + [_MISSING] * (len(names) - len(inputs))
         for key, value in named.items():
             if key not in names:
@@ -131,32 +130,32 @@ class CompiledModel:
     def _validate(self, inputs) -> list:
         params = self.signature
         if len(inputs) != len(params):
-            names = ", ".join(p["name"] for p in params)
+            names = ", ".join(p.name for p in params)
             raise InputError(f"expected {len(params)} inputs ({names}), got {len(inputs)}")
         args, symbols = [], {}
         for value, param, expect in zip(inputs, params, self._expect):
-            if param["kind"] in _SCALAR_TYPES:
+            if param.kind in _SCALAR_TYPES:
                 _check_scalar(value, param)
             args.append(value if expect is None else self._check(value, param, expect[0], symbols))
         return args
 
-    def _check(self, value, param: dict, dtype, symbols: dict):
-        name = param["name"]
-        expected = param["shape"]
+    def _check(self, value, param: Param, dtype, symbols: dict):
+        name = param.name
+        expected = param.shape
         if type(value).__module__.startswith("torch"):
             value = value.detach().cpu().numpy()
         if not isinstance(value, np.ndarray):
             given = type(value).__name__
             value = np.asarray(value)
             if value.dtype.kind in "OSUV":  # None, a string, ragged lists: not an array of numbers
-                raise InputError(f"input '{name}': expected a {param['dtype']} array of shape {_shape(expected)}, "
+                raise InputError(f"input '{name}': expected a {param.dtype} array of shape {_shape(expected)}, "
                                  f"got {given}")
         hint = "reconvert with --dynamic {name}:{axis}=NAME to make it dynamic"
         if value.ndim != len(expected):
             raise InputError(f"input '{name}': expected rank {len(expected)} (shape {_shape(expected)}), "
                              f"got rank {value.ndim} (shape {tuple(value.shape)})")
         if value.dtype != dtype:
-            raise InputError(f"input '{name}': expected dtype {param['dtype']}, got {value.dtype}")
+            raise InputError(f"input '{name}': expected dtype {param.dtype}, got {value.dtype}")
         for axis, (want, got) in enumerate(zip(expected, value.shape)):
             if isinstance(want, int):
                 if want != got:
@@ -179,8 +178,8 @@ _SCALAR_TYPES = {"int": frozenset({int}), "float": frozenset({float, int}), "boo
                  "NoneType": frozenset({type(None)})}
 
 
-def _check_scalar(value, param: dict) -> None:
-    kind = param["kind"]
+def _check_scalar(value, param: Param) -> None:
+    kind = param.kind
     if kind == "NoneType":
         ok = value is None
     elif kind == "bool":
@@ -190,7 +189,7 @@ def _check_scalar(value, param: dict) -> None:
         ok = isinstance(value, numbers) and not isinstance(value, (bool, np.bool_))
     if not ok:
         expected = "None" if kind == "NoneType" else f"a Python {kind}"
-        raise InputError(f"input '{param['name']}': expected {expected}, got {type(value).__name__} {value!r:.40}")
+        raise InputError(f"input '{param.name}': expected {expected}, got {type(value).__name__} {value!r:.40}")
 
 
 def _shape(dims) -> str:
@@ -216,20 +215,20 @@ def load(path: str, threads: int = 1, verify: bool = True, digest: str | None = 
     loaded: dict[str, object] = {}
     regions = {}
     for meta in manifest["regions"]:
-        artifact = meta.get("artifact")
-        name = meta.get("backend", manifest["backend"])
+        region = _malformed(path, f"region {meta['name']}", RegionSignature.from_json, meta, manifest["backend"])
+        artifact, name = region.artifact, region.backend
         if name not in backends:
             try:
                 backends[name] = get_backend(name, threads=threads)
             except ValueError as exc:
-                raise PackageError(f"{path}: region {meta['name']}: {exc}") from None
+                raise PackageError(f"{path}: region {region.name}: {exc}") from None
             backends[name].check_target(manifest.get("target"))
         if artifact is None:
             loaded[artifact] = None
         elif artifact not in loaded:
             loaded[artifact] = backends[name].load(artifacts[artifact], path)
-        regions[meta["name"]] = _malformed(path, f"region {meta['name']}", RegionCallable, meta, loaded[artifact])
-    host = _import_host(os.path.join(path, "host.py"), host_source)
+        regions[region.name] = _malformed(path, f"region {region.name}", RegionCallable, region, loaded[artifact])
+    host = import_host(os.path.join(path, "host.py"), host_source)
     return _malformed(path, "signature", CompiledModel, path, manifest, host, regions, actual)
 
 

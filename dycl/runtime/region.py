@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .signature import GRAPH, RegionSignature
 from .spec import flatten, unflatten
 
 __all__ = ["RegionCallable", "RegionError"]
@@ -16,23 +17,23 @@ class RegionCallable:
     __slots__ = ("name", "origin", "fn", "in_specs", "out_specs", "sources", "single", "feeds", "_fast",
                  "_scalars_out", "__weakref__")
 
-    def __init__(self, meta: dict, fn):
-        self.name = meta["name"]
-        self.origin = meta["origin"]
+    def __init__(self, signature: RegionSignature, fn):
+        self.name = signature.name
+        self.origin = signature.origin
         self.fn = fn
-        self.in_specs = [i["spec"] for i in meta["inputs"]]
-        self.out_specs = [o["spec"] for o in meta["outputs"]]
+        self.in_specs = [p.spec for p in signature.inputs]
+        self.out_specs = [p.spec for p in signature.outputs]
         # Each output leaf comes from the graph ("graph", k) or is an input passed through ("input", k).
-        self.sources = [(leaf["source"], leaf["index"]) for leaf in meta["output_leaves"]]
+        self.sources = [(leaf.source, leaf.index) for leaf in signature.output_leaves]
         self.single = len(self.out_specs) == 1
-        self.feeds = meta["graph_inputs"]
+        self.feeds = list(signature.graph_inputs)
 
         # Arrays or Python scalars in and out: no flattening on the hot path.
         self._fast = None
         self._scalars_out = [k for k, sp in enumerate(self.out_specs) if sp["t"] == "scalar"]
         if all(sp["t"] in ("array", "scalar") for sp in self.in_specs + self.out_specs) \
                 and self.feeds == list(range(len(self.in_specs))) and fn is not None \
-                and self.sources == [("graph", k) for k in range(len(self.out_specs))]:
+                and self.sources == [(GRAPH, k) for k in range(len(self.out_specs))]:
             self._fast = [None if sp["t"] == "array" else np.dtype(sp["dtype"]) for sp in self.in_specs]
 
     def __call__(self, *args):
@@ -57,7 +58,7 @@ class RegionCallable:
             results = self.fn([flat[i] for i in self.feeds]) if self.fn is not None else ()
         except Exception as exc:
             raise RegionError(f"while executing region {self.name} ({self.origin}): {exc}") from exc
-        leaves = iter([results[k] if src == "graph" else flat[k] for src, k in self.sources])
+        leaves = iter([results[k] if src == GRAPH else flat[k] for src, k in self.sources])
         outs = [unflatten(spec, leaves) for spec in self.out_specs]
         return outs[0] if self.single else tuple(outs)
 
