@@ -172,6 +172,37 @@ def test_host_expressions_compute_as_python_does(text):
         assert got.item() == want, (text, a, b, got, want)
 
 
+@pytest.mark.parametrize("text", ["g.item() > 0.5", "g.item() <= 0.1", "g.item() != -2", "not g.item() < 3",
+                                  "k.item() == 2", "k.item() > 2.5"])
+def test_if_conditions_on_item_compare_as_python_does(text):
+    """An If's `a.item() OP literal` compares on `a` itself, in its own type, only where that is exact."""
+    import libcst as cst
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from dycl.fuse.graph import Env, Expr, Graph, Names, Val
+
+    graph = Graph(Names())
+    elems = {"g": TensorProto.FLOAT, "k": TensorProto.INT64}
+    expr = Expr(graph, Env(source=lambda n: Val(n, "array", elems[n])))
+    out = expr.test(cst.parse_expression(text), cond=True)
+    ops = [n.op_type for n in graph.nodes]
+    exact = "0.1" not in text and "2.5" not in text  # 0.1 is not a float32; 2.5 is not an int
+    assert ("Cast" not in ops and "Reshape" not in ops) == exact, ops
+    model = helper.make_model(helper.make_graph(
+        graph.nodes, "t", [helper.make_tensor_value_info(n, e, [1, 1]) for n, e in elems.items()],
+        [helper.make_tensor_value_info(out.name, out.elem, None)], initializer=graph.initializers),
+        opset_imports=[helper.make_opsetid("", 17)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    tenth = np.float32(0.1)
+    for g in [0.5, np.nextafter(np.float32(0.5), 1), 0.25, tenth, np.nextafter(tenth, 0), -2, 3, np.nan]:
+        for k in [1, 2, 3]:
+            arrays = {"g": np.full((1, 1), g, np.float32), "k": np.full((1, 1), k, np.int64)}
+            (got,) = session.run(None, arrays)
+            want = eval(text, {}, {"g": arrays["g"], "k": arrays["k"]})
+            assert got.size == 1 and bool(got.item()) == want, (text, g, k, got, want)
+
+
 LOOP_OVER_BATCH = os.path.join(MODELS, "loop_over_batch.py")
 
 

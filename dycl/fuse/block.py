@@ -166,7 +166,7 @@ class Block:
         An arm may return on some of its paths only: the If then also yields a `done` flag and
         the returned values, and the code after it runs under `if not done` (see finish).
         """
-        test = Expr(self.g, self.env).test(node.test)
+        test = Expr(self.g, self.env).test(node.test, cond=True)
         bodies = [node.body, node.orelse]
         if rest is not None:
             k = 1 if _returns(node.body) else 0
