@@ -99,7 +99,7 @@ class Block:
         if chosen:
             branches = []
             for k, graph in enumerate(graphs):
-                results = [graph.op("Identity", [vals[k].name]) for vals in chosen]
+                results = _branch_outputs(graph, [vals[k].name for vals in chosen])
                 branches.append(helper.make_graph(
                     graph.nodes, self.ctx.names.fresh(f"{stem}_{'then' if k == 0 else 'else'}"), [],
                     [helper.make_tensor_value_info(o, vals[k].elem, None) for o, vals in zip(results, chosen)],
@@ -269,7 +269,7 @@ class Block:
                 raise Unfusable(f"`{name}` changes type in loop {node.decision}")
             results += [(v.name, v.elem) for v in env[name].leaves()]
         results += [(v.name, v.elem) for v in scans.values()]
-        outs = [graph.op("Identity", [name]) for name, _ in results]
+        outs = _branch_outputs(graph, [name for name, _ in results])
         body = helper.make_graph(graph.nodes, self.ctx.names.fresh(f"{node.decision}_body"), inputs,
                                  [helper.make_tensor_value_info(o, t, None) for o, (_, t) in zip(outs, results)],
                                  initializer=graph.initializers)
@@ -293,6 +293,25 @@ class Block:
                 before = None
             if isinstance(before, Tup) and before.is_list:
                 self.env[lst] = Appended(before)
+
+
+def _branch_outputs(graph: Graph, names: list[str]) -> list[str]:
+    """A branch's (or loop body's) outputs for `names`: a value a node of it computes is an output as it is.
+
+    An Identity copies the whole tensor on every call (a feature map per skipped block), so one stays only
+    where ONNX needs it: for a value from outside the branch or an initializer, and for a name already
+    given as an output.
+    """
+    made = {out for node in graph.nodes for out in node.output}
+    given: set[str] = set()
+    results = []
+    for name in names:
+        if name in made and name not in given:
+            given.add(name)
+            results.append(name)
+        else:
+            results.append(graph.op("Identity", [name]))
+    return results
 
 
 def _pairs(values: list[list[Val]], where: str) -> list[list[Val]]:
