@@ -66,7 +66,9 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
     outs = [graph.op("Identity", [v.name]) for v in out_leaves]
     inputs = list(ctx.inputs.items())
     in_leaves = [leaf for _, v in inputs for leaf in v.leaves()]
-    onnx_graph = helper.make_graph(graph.nodes, name, [helper.make_tensor_value_info(v.name, v.elem, None)
+    # Inputs get the static shapes the regions reading them declare, so that onnxruntime can plan.
+    onnx_graph = helper.make_graph(graph.nodes, name, [helper.make_tensor_value_info(v.name, v.elem,
+                                                                                     ctx.shapes.get(v.name))
                                                        for v in in_leaves],
                                    [helper.make_tensor_value_info(o, v.elem, None) for o, v in zip(outs, out_leaves)],
                                    initializer=graph.initializers)

@@ -28,6 +28,7 @@ class Context:
         self.inputs: dict[str, Val] = {}
         self.scans: dict[str, Val] = {}
         self.returns: list[tuple[bool, list]] = []  # (a tuple?, expressions) of each return translated
+        self.shapes: dict[str, list | None] = {}  # value -> the static dims the regions it feeds declare
 
     def input(self, name: str) -> Val:
         """A name the block reads from the host: one graph input per name."""
@@ -112,7 +113,7 @@ class Block:
 
     def _RegionCall(self, node: RegionCall) -> None:
         name = node.region.name
-        _inline(self.g, node.region, self.ctx.metas[name], self.ctx.models.get(name), self.env)
+        _inline(self.g, node.region, self.ctx.metas[name], self.ctx.models.get(name), self.env, self.ctx.shapes)
 
     def _HostStmt(self, node: HostStmt) -> None:
         stmt, expr = node.node, Expr(self.g, self.env)
@@ -362,8 +363,11 @@ def _range_args(loop: Loop) -> tuple[cst.BaseExpression | None, cst.BaseExpressi
     return (it.args[0].value, it.args[1].value) if len(it.args) == 2 else (None, it.args[0].value)
 
 
-def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: Env) -> None:
-    """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there."""
+def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: Env, shapes: dict) -> None:
+    """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there.
+
+    `shapes` collects the static dims the region declares for each value it reads (None where two disagree).
+    """
     args: list[Val] = []  # the region's input leaves, in order
     for var, inp in zip(region.inputs, meta["inputs"]):
         _leaves_in(g, read(env, var), inp["spec"], args, f"region {region.name} input `{var}`")
@@ -373,6 +377,10 @@ def _inline(g: Graph, region, meta: dict, model: onnx.ModelProto | None, env: En
         rename = {}
         for inp in model.graph.input:
             rename[inp.name] = args[int(inp.name[1:])].name
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
+            static = dims if inp.type.tensor_type.HasField("shape") and None not in dims else None
+            if shapes.setdefault(rename[inp.name], static) != static:
+                shapes[rename[inp.name]] = None
 
         def mapped(n: str) -> str:
             if not n:
