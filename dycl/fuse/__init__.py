@@ -22,7 +22,7 @@ from onnx import helper
 from rewrite.cfg import FusedBlock, HostStmt, If, Loop, Program, RegionCall, code, host_nodes
 from rewrite.names import Namespace
 
-from .block import Block, Context
+from .block import Block, Context, graph_outputs
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
 
@@ -63,7 +63,7 @@ def _build(program: Program, run: list, name: str, signature: list[dict], metas:
     out_leaves = [leaf for v in vals for leaf in v.leaves()]
     if not out_leaves:  # onnxruntime runs no graph without outputs (dead stores leave such runs)
         raise Unfusable("nothing after it reads what it computes")
-    outs = [graph.op("Identity", [v.name]) for v in out_leaves]
+    outs = graph_outputs(graph, [v.name for v in out_leaves])  # copies only where ONNX needs them
     inputs = list(ctx.inputs.items())
     in_leaves = [leaf for _, v in inputs for leaf in v.leaves()]
     # Inputs get the static shapes the regions reading them declare, so that onnxruntime can plan.

@@ -100,7 +100,7 @@ class Block:
         if chosen:
             branches = []
             for k, graph in enumerate(graphs):
-                results = _branch_outputs(graph, [vals[k].name for vals in chosen])
+                results = graph_outputs(graph, [vals[k].name for vals in chosen])
                 branches.append(helper.make_graph(
                     graph.nodes, self.ctx.names.fresh(f"{stem}_{'then' if k == 0 else 'else'}"), [],
                     [helper.make_tensor_value_info(o, vals[k].elem, None) for o, vals in zip(results, chosen)],
@@ -270,7 +270,7 @@ class Block:
                 raise Unfusable(f"`{name}` changes type in loop {node.decision}")
             results += [(v.name, v.elem) for v in env[name].leaves()]
         results += [(v.name, v.elem) for v in scans.values()]
-        outs = _branch_outputs(graph, [name for name, _ in results])
+        outs = graph_outputs(graph, [name for name, _ in results])
         body = helper.make_graph(graph.nodes, self.ctx.names.fresh(f"{node.decision}_body"), inputs,
                                  [helper.make_tensor_value_info(o, t, None) for o, (_, t) in zip(outs, results)],
                                  initializer=graph.initializers)
@@ -296,8 +296,8 @@ class Block:
                 self.env[lst] = Appended(before)
 
 
-def _branch_outputs(graph: Graph, names: list[str]) -> list[str]:
-    """A branch's (or loop body's) outputs for `names`: a value a node of it computes is an output as it is.
+def graph_outputs(graph: Graph, names: list[str]) -> list[str]:
+    """A graph's (a branch's, a loop body's) outputs for `names`: a value a node of it computes is an output as it is.
 
     An Identity copies the whole tensor on every call (a feature map per skipped block), so one stays only
     where ONNX needs it: for a value from outside the branch or an initializer, and for a name already
