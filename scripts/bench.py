@@ -104,6 +104,13 @@ def bench_model(path: str, workdir: str, args) -> dict:
         if all(runs):
             sides[side] = runs
     row["oracle_graphs"] = len(oracle.sessions)
+    from dycl.runtime.verify import artifact_paths
+
+    onnx_files = sorted({p for p in artifact_paths(result.out, net.manifest).values() if p.endswith(".onnx")})
+    row["graph_counts"] = peers.optimised_counts(onnx_files)
+    oracle_counts = [peers.optimised_counts([g]) for g in oracle.graphs.values()]
+    if oracle_counts:
+        row["oracle_reorders_max"] = max(c["reorders"] for c in oracle_counts)
     if not args.no_tvm:
         tvm_result, row["tvm_convert_s"] = _convert(path, os.path.join(workdir, f"{name}-tvm"), args.inputs, "tvm")
         compile_s = [s for a, s in tvm_result.compile_seconds.items() if a.endswith(".so")]
@@ -148,6 +155,7 @@ def bench_model(path: str, workdir: str, args) -> dict:
         row[f"{side}_ms"] = statistics.median(ts) * 1e3
     if "oracle_ms" in row:
         row["host_overhead"] = row["dycl_ort_ms"] / row["oracle_ms"] - 1
+        row["oracle_gap_us"] = (row["dycl_ort_ms"] - row["oracle_ms"]) * 1e3
     if not args.no_memory:
         row["prod_mb"], row["eager_mb"] = peers.peak_memory_mb(path, result.out, np_inputs[:5])
     return row
@@ -199,7 +207,7 @@ def markdown(rows: list[dict], dynamic_rows: list[dict], args) -> str:
              "regions | convert ort / tvm (s) | peak MB prod / eager |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        overhead = f"{100 * r['host_overhead']:+.0f}%" if "host_overhead" in r else "–"
+        overhead = f"{100 * r['host_overhead']:+.0f}% ({r['oracle_gap_us']:+.0f} µs)" if "host_overhead" in r else "–"
         ts = _ratio(r, "torchscript_ort") if r.get("torchscript_ort_ms") else "fails"
         mem = f"{r['prod_mb']:.0f} / {r['eager_mb']:.0f}" if "prod_mb" in r else "–"
         tvm_s = f"{r['tvm_convert_s']:.1f}" if "tvm_convert_s" in r else "–"
@@ -215,8 +223,15 @@ def markdown(rows: list[dict], dynamic_rows: list[dict], args) -> str:
               "The oracle runs each input's path as one graph that also computes what its decisions read; "
               "the column without decision work is a plain trace, where onnxruntime drops that work "
               "(no approach that takes the decisions can)."]
-    within = [r["model"] for r in rows if r.get("host_overhead", 1) <= 0.10]
-    lines.append(f"Within 10% of the oracle: {len(within)} of {len(rows)} ({', '.join(within) or 'none'}).")
+    lines.append("Both the oracle and dycl call onnxruntime through the same raw binding (fixed feed and output "
+                 "names); host overhead is dycl ÷ oracle − 1, with the gap in µs per inference.")
+    within = [r["model"] for r in rows if r.get("host_overhead", 1) <= 0.10 or r.get("oracle_gap_us", 99) <= 10]
+    lines.append(f"Within 10% or 10 µs of the oracle: {len(within)} of {len(rows)} ({', '.join(within) or 'none'}).")
+    lines += ["", "onnxruntime's level-ALL optimised graphs, subgraphs included (the package's regions summed; "
+                  "the oracle's most per path):", "",
+              "| model | Ifs | reorders | Identities | oracle reorders |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['model']} | {r['graph_counts']['ifs']} | {r['graph_counts']['reorders']} | "
+              f"{r['graph_counts']['identities']} | {r.get('oracle_reorders_max', '–')} |" for r in rows]
     compiled = [r for r in rows if "tvm_compile_s_max" in r]
     if compiled:
         slowest = max(compiled, key=lambda r: r["tvm_compile_s_max"])

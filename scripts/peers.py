@@ -29,7 +29,8 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-__all__ = ["Oracle", "compiled_model", "torchscript_session", "peak_memory_mb", "path_of"]
+__all__ = ["Oracle", "compiled_model", "torchscript_session", "peak_memory_mb", "path_of", "raw_runner",
+           "optimised_counts"]
 
 
 def _session(model_bytes: bytes) -> ort.InferenceSession:
@@ -134,8 +135,51 @@ class Oracle:
         sess = self.session(path, inputs)
         if sess is None:
             return None
-        feeds = {i.name: v.numpy() for i, v in zip(sess.get_inputs(), inputs)}
-        return lambda: sess.run(None, feeds)
+        return raw_runner(sess, [v.numpy() for v in inputs])
+
+
+def raw_runner(sess: ort.InferenceSession, arrays: list):
+    """A zero-argument call of `sess` on `arrays` through the binding dycl's onnxruntime backend uses.
+
+    Like dycl's regions: the raw `_sess.run` with fixed feed and output names, a fresh feed dict per call.
+    """
+    names = [i.name for i in sess.get_inputs()]
+    outputs = [o.name for o in sess.get_outputs()]
+    run = getattr(getattr(sess, "_sess", None), "run", None) or sess.run
+    return lambda: run(outputs, dict(zip(names, arrays)), None)
+
+
+_COUNTED = {"If": "ifs", "ReorderInput": "reorders", "ReorderOutput": "reorders", "Identity": "identities"}
+
+
+def _count_nodes(graph, counts: dict) -> None:
+    for node in graph.node:
+        key = _COUNTED.get(node.op_type)
+        if key:
+            counts[key] += 1
+        for attr in node.attribute:
+            if attr.type == attr.GRAPH:
+                _count_nodes(attr.g, counts)
+            for sub in attr.graphs:
+                _count_nodes(sub, counts)
+
+
+def optimised_counts(onnx_paths: list[str]) -> dict[str, int]:
+    """Ifs, layout reorders and Identities in onnxruntime's level-ALL optimised graphs, subgraphs included."""
+    import onnx
+
+    counts = {"ifs": 0, "reorders": 0, "identities": 0}
+    with tempfile.TemporaryDirectory(prefix="dycl-opt-") as tmp:
+        for k, path in enumerate(onnx_paths):
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = 1
+            so.log_severity_level = 3
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            so.optimized_model_filepath = os.path.join(tmp, f"{k}.onnx")
+            so.add_session_config_entry("session.optimized_model_external_initializers_file_name", f"{k}.weights")
+            ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])  # a path or a model's bytes
+            _count_nodes(onnx.load(so.optimized_model_filepath, load_external_data=False).graph, counts)
+    return counts
 
 
 def compiled_model(model):

@@ -25,7 +25,7 @@ from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_node
 from rewrite.names import Namespace
 
 from ..runtime.signature import GRAPH, InputLeaf, OutputLeaf, Param, Port, RegionSignature
-from .block import Block, Context
+from .block import Block, Context, graph_outputs
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
 
@@ -66,10 +66,12 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     out_leaves = [leaf for v in vals for leaf in v.leaves()]
     if not out_leaves:  # onnxruntime runs no graph without outputs (dead stores leave such runs)
         raise Unfusable("nothing after it reads what it computes")
-    outs = [graph.op("Identity", [v.name]) for v in out_leaves]
+    outs = graph_outputs(graph, [v.name for v in out_leaves])  # copies only where ONNX needs them
     inputs = list(ctx.inputs.items())
     in_leaves = [leaf for _, v in inputs for leaf in v.leaves()]
-    onnx_graph = helper.make_graph(graph.nodes, name, [helper.make_tensor_value_info(v.name, v.elem, None)
+    # Inputs get the static shapes the regions reading them declare, so that onnxruntime can plan.
+    onnx_graph = helper.make_graph(graph.nodes, name, [helper.make_tensor_value_info(v.name, v.elem,
+                                                                                     ctx.shapes.get(v.name))
                                                        for v in in_leaves],
                                    [helper.make_tensor_value_info(o, v.elem, None) for o, v in zip(outs, out_leaves)],
                                    initializer=graph.initializers)

@@ -30,6 +30,7 @@ class Context:
         self.inputs: dict[str, Val] = {}
         self.scans: dict[str, Val] = {}
         self.returns: list[tuple[bool, list]] = []  # (a tuple?, expressions) of each return translated
+        self.shapes: dict[str, list | None] = {}  # value -> the static dims the regions it feeds declare
 
     def input(self, name: str) -> Val:
         """A name the block reads from the host: one graph input per name."""
@@ -101,7 +102,7 @@ class Block:
         if chosen:
             branches = []
             for k, graph in enumerate(graphs):
-                results = [graph.op("Identity", [vals[k].name]) for vals in chosen]
+                results = graph_outputs(graph, [vals[k].name for vals in chosen])
                 branches.append(helper.make_graph(
                     graph.nodes, self.ctx.names.fresh(f"{stem}_{'then' if k == 0 else 'else'}"), [],
                     [helper.make_tensor_value_info(o, vals[k].elem, None) for o, vals in zip(results, chosen)],
@@ -114,7 +115,7 @@ class Block:
 
     def _RegionCall(self, node: RegionCall) -> None:
         name = node.region.name
-        _inline(self.g, node.region, self.ctx.regions[name], self.ctx.models.get(name), self.env)
+        _inline(self.g, node.region, self.ctx.regions[name], self.ctx.models.get(name), self.env, self.ctx.shapes)
 
     def _HostStmt(self, node: HostStmt) -> None:
         stmt, expr = node.node, Expr(self.g, self.env)
@@ -168,7 +169,7 @@ class Block:
         An arm may return on some of its paths only: the If then also yields a `done` flag and
         the returned values, and the code after it runs under `if not done` (see finish).
         """
-        test = Expr(self.g, self.env).test(node.test)
+        test = Expr(self.g, self.env).test(node.test, cond=True)
         bodies = [node.body, node.orelse]
         if rest is not None:
             k = 1 if _returns(node.body) else 0
@@ -271,7 +272,7 @@ class Block:
                 raise Unfusable(f"`{name}` changes type in loop {node.decision}")
             results += [(v.name, v.elem) for v in env[name].leaves()]
         results += [(v.name, v.elem) for v in scans.values()]
-        outs = [graph.op("Identity", [name]) for name, _ in results]
+        outs = graph_outputs(graph, [name for name, _ in results])
         body = helper.make_graph(graph.nodes, self.ctx.names.fresh(f"{node.decision}_body"), inputs,
                                  [helper.make_tensor_value_info(o, t, None) for o, (_, t) in zip(outs, results)],
                                  initializer=graph.initializers)
@@ -295,6 +296,25 @@ class Block:
                 before = None
             if isinstance(before, Tup) and before.is_list:
                 self.env[lst] = Appended(before)
+
+
+def graph_outputs(graph: Graph, names: list[str]) -> list[str]:
+    """A graph's (a branch's, a loop body's) outputs for `names`: a value a node of it computes is an output as it is.
+
+    An Identity copies the whole tensor on every call (a feature map per skipped block), so one stays only
+    where ONNX needs it: for a value from outside the branch or an initializer, and for a name already
+    given as an output.
+    """
+    made = {out for node in graph.nodes for out in node.output}
+    given: set[str] = set()
+    results = []
+    for name in names:
+        if name in made and name not in given:
+            given.add(name)
+            results.append(name)
+        else:
+            results.append(graph.op("Identity", [name]))
+    return results
 
 
 def _pairs(values: list[list[Val]], where: str) -> list[list[Val]]:
@@ -345,8 +365,12 @@ def _range_args(loop: Loop) -> tuple[cst.BaseExpression | None, cst.BaseExpressi
     return (it.args[0].value, it.args[1].value) if len(it.args) == 2 else (None, it.args[0].value)
 
 
-def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto | None, env: Env) -> None:
-    """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there."""
+def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto | None, env: Env,
+            shapes: dict) -> None:
+    """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there.
+
+    `shapes` collects the static dims the region declares for each value it reads (None where two disagree).
+    """
     args: list[Val] = []  # the region's input leaves, in order
     for var, inp in zip(region.inputs, signature.inputs):
         _leaves_in(g, read(env, var), inp.spec, args, f"region {region.name} input `{var}`")
@@ -356,6 +380,10 @@ def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto
         rename = {}
         for inp in model.graph.input:
             rename[inp.name] = args[int(inp.name[1:])].name
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
+            static = dims if inp.type.tensor_type.HasField("shape") and None not in dims else None
+            if shapes.setdefault(rename[inp.name], static) != static:
+                shapes[rename[inp.name]] = None
 
         def mapped(n: str) -> str:
             if not n:

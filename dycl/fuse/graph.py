@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import libcst as cst
+import numpy as np
 from onnx import TensorProto, helper
 
 from rewrite.cfg import code
@@ -139,6 +140,8 @@ class Graph:
         flat = Val(self.op("Reshape", [val.name, shape]), "array", val.elem)
         kind = "bool" if val.elem == TensorProto.BOOL else (
             "float" if val.elem in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16) else "int")
+        if val.elem == _SCALAR_ELEM[kind]:
+            return Val(flat.name, kind)
         return Val(self.op("Cast", [flat.name], to=_SCALAR_ELEM[kind]), kind)
 
     def truth(self, val: Val) -> Val:
@@ -170,14 +173,51 @@ class Expr:
             raise Unfusable(f"`{code(node)}` has no ONNX form here")
         return method(node)
 
-    def test(self, node: cst.BaseExpression) -> Val:
-        """An expression in a test position (`if`, `while`): its truth value."""
+    def test(self, node: cst.BaseExpression, cond: bool = False) -> Val:
+        """An expression in a test position (`if`, `while`): its truth value.
+
+        With `cond` (an If's condition) it may be a one-element bool of any shape, not a Python bool.
+        """
         if isinstance(node, cst.BooleanOperation):
             op = "And" if isinstance(node.operator, cst.And) else "Or"
-            return Val(self.g.op(op, [self.test(node.left).name, self.test(node.right).name]), "bool")
+            return Val(self.g.op(op, [self.test(node.left, cond).name, self.test(node.right, cond).name]), "bool")
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            return Val(self.g.op("Not", [self.test(node.expression).name]), "bool")
+            return Val(self.g.op("Not", [self.test(node.expression, cond).name]), "bool")
+        if cond and isinstance(node, cst.Comparison):
+            direct = self._compare_item(node)
+            if direct is not None:
+                return direct
         return self.g.truth(self(node))
+
+    def _compare_item(self, node: cst.Comparison) -> Val | None:
+        """`a.item() OP c` in a test, for a number literal `c` exact in `a`'s element type: compared on `a`
+        as it is, in its own type (no Reshape, no Cast to a Python number; the result is exact, as both
+        sides are), giving a one-element bool of `a`'s shape, which an If takes as its condition."""
+        if len(node.comparisons) != 1 or type(node.comparisons[0].operator) not in _COMPARE:
+            return None
+        left, target = node.left, node.comparisons[0]
+        if not (isinstance(left, cst.Call) and isinstance(left.func, cst.Attribute)
+                and left.func.attr.value == "item" and not left.args):
+            return None
+        literal = _number(target.comparator)
+        if literal is None:
+            return None
+        array = self(left.func.value)
+        dtype = _NP_OF_ELEM.get(getattr(array, "elem", None)) if isinstance(array, Val) else None
+        if array.kind != "array" or dtype is None or (isinstance(literal, float) and dtype.kind != "f"):
+            return None
+        try:
+            exact = np.array(literal, dtype=dtype)
+        except OverflowError:
+            return None
+        if exact.item() != literal:
+            return None
+        const = self.g.names.fresh("const")
+        self.g.initializers.append(helper.make_tensor(const, array.elem, [], [exact.item()]))
+        out = self.g.op(_COMPARE[type(target.operator)], [array.name, const])
+        if isinstance(target.operator, cst.NotEqual):
+            out = self.g.op("Not", [out])
+        return Val(out, "bool")
 
     def _Tuple(self, node: cst.Tuple) -> Tup:
         if any(isinstance(e, cst.StarredElement) for e in node.elements):
@@ -307,6 +347,20 @@ class Expr:
 
     def _BooleanOperation(self, node) -> Val:
         raise Unfusable(f"`{code(node)}`: `and`/`or` outside a test yields an operand, not a bool")
+
+
+_NP_OF_ELEM = {TensorProto.FLOAT: np.dtype("float32"), TensorProto.DOUBLE: np.dtype("float64"),
+               TensorProto.INT64: np.dtype("int64"), TensorProto.INT32: np.dtype("int32")}
+
+
+def _number(node: cst.BaseExpression) -> int | float | None:
+    """The value of an int or float literal, negated or not; None for anything else."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        value = _number(node.expression)
+        return None if value is None else -value
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return node.evaluated_value
+    return None
 
 
 class Env(dict):
