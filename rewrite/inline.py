@@ -21,9 +21,9 @@ from .nonnull import is_tensor, never_none
 from .jumps import Frame, as_tuple, assigned_names, jump_in_loop, splice_returns
 from .returns import Returned, returns_constant
 from .source import FunctionSource, function_source, unwrap_transparent
-from .staticeval import Method, Scope, value_of
+from .staticeval import Method, Scope, owned, value_of
 from .walk import find
-from .values import Alias, IsTensor, ModRef, NotNone, Pack, Static, TensorConst, Unknown
+from .values import Alias, Instance, IsTensor, ModRef, NotNone, Pack, Static, TensorConst, Unknown
 
 __all__ = ["Inlining", "forward_of"]
 
@@ -241,10 +241,13 @@ class Inlining:
             return None
         if isinstance(fv, Static) and isinstance(fv.value, types.MethodType) and _user_code(fv.value.__func__) \
                 and not isinstance(fv.value.__self__, (nn.Module, torch.Tensor, type)) \
-                and function_source(fv.value.__func__) is not None and not _folds(call, scope):
-            # a method of a library object (`_CAN_RECORD_REGISTRY.get(self)`): its `self` is that object
+                and function_source(fv.value.__func__) is not None \
+                and (owned(scope, fv.value.__self__) or not _folds(call, scope)):
+            # a method of a library object (`_CAN_RECORD_REGISTRY.get(self)`): its `self` is that object;
+            # one forward created (rewrite/objects.py) is never run when converting
             receiver = fv.value.__self__
-            return fv.value.__func__, None, _defining_class(type(receiver), fv.value.__func__), Static(receiver)
+            bound = Instance(receiver) if owned(scope, receiver) else Static(receiver)
+            return fv.value.__func__, None, _defining_class(type(receiver), fv.value.__func__), bound
         if isinstance(fv, Static) and inspect.isfunction(fv.value) and _user_code(fv.value) \
                 and (_has_branches(fv.value) or not _global_name(call.func, scope, fv.value)):
             return fv.value, None, None

@@ -60,10 +60,13 @@ class LoopLowering:
             frame.exits["break"], frame.exits["continue"] = [], []
             self.bind(node.target, item, frame, node)
             frame.loops.append("unrolled")
+            guarded = bool(exits)  # after a data-dependent `break`, an iteration runs under a flag
+            self.guarded += guarded
             try:
                 body, terminated = self.block(node.body.body, frame)
             finally:
                 frame.loops.pop()
+                self.guarded -= guarded
             iterations.append(body)
             conts = frame.exits["continue"]
             flows = ([(scope.env, body)] if not terminated else []) + conts
@@ -242,12 +245,14 @@ class LoopLowering:
 
     def _loop_body(self, stmts, frame: Frame) -> list:
         frame.loops.append("host")
+        self.host_depth += 1
         saved = dict(frame.exits)
         frame.exits = {"break": [], "continue": [], "return": frame.exits["return"]}
         try:
             body, _ = self.block(stmts, frame)
         finally:
             frame.loops.pop()
+            self.host_depth -= 1
             frame.exits = saved
         return body
 

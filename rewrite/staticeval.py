@@ -9,16 +9,31 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import itertools
 import types
 
 import libcst as cst
 import torch
 from torch import nn
 
-from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, IsTensor, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
+from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, Holds, Instance, IsTensor, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
                      Unknown, constant_tensor, is_literal, static_python_value, to_node)
 
-__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items"]
+__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items", "OBJECTS", "owned"]
+
+# The key in a Scope's shared `state` under which rewrite/objects.py registers the objects forward
+# created: {id(obj): the depth it was created at}. Their attributes forward set are `state[(id(obj), name)]`.
+OBJECTS = "objects created in forward"
+
+
+def owned(scope: "Scope", obj) -> bool:
+    """Whether `obj` is (part of) an object forward created, whose attributes the conversion tracks."""
+    return id(obj) in scope.state.get(OBJECTS, ())
+
+
+def _instance(value, scope: "Scope"):
+    """`value` as an Instance when it holds an object forward created."""
+    return Instance(value.value) if type(value) is Static and owned(scope, value.value) else value
 
 
 class Method:
@@ -50,8 +65,9 @@ class Scope:
         return self.rename.get(name, name)
 
 
-_SAFE_METHOD_OWNERS = (str, tuple, range, dict, frozenset, int, float)
-_MUTATING = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add"}
+_SAFE_METHOD_OWNERS = (str, tuple, range, dict, frozenset, int, float, list)
+_MUTATING = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "add",
+             "sort", "reverse", "discard"}
 
 
 def _resolve_name(name: str, scope: Scope):
@@ -86,6 +102,8 @@ def _attribute(base, name: str, scope: Scope):
         if static_python_value(obj):
             return Static(obj)
         raise Unknown(name)
+    if isinstance(base, Instance) and (id(base.value), name) in scope.state:
+        return scope.state[(id(base.value), name)]
     if isinstance(base, Static):
         try:
             obj = getattr(base.value, name)
@@ -93,7 +111,7 @@ def _attribute(base, name: str, scope: Scope):
             raise Unknown(name) from None
         if isinstance(obj, torch.Tensor):
             raise Unknown(name)
-        return Static(obj)
+        return _instance(Static(obj), scope)
     raise Unknown(name)
 
 
@@ -249,6 +267,12 @@ def _call(node: cst.Call, scope: Scope):
         fn = func.value  # a lookup on configuration: `interface.get_interface(self.config.impl, default)`
     else:
         raise Unknown("call")
+    if isinstance(fn, types.MethodType) and owned(scope, fn.__self__):
+        raise Unknown("a method of an object forward created")  # inlined: it may read run-time attributes
+    if fn in (builtins.getattr, builtins.hasattr) and 2 <= len(node.args) <= 3 and not any(a.star or a.keyword for a in node.args):
+        receiver = value_of(node.args[0].value, scope)
+        if isinstance(receiver, Instance):
+            return _instance_getattr(fn, receiver, node, scope)
     if fn in (builtins.isinstance, builtins.hasattr) and len(node.args) == 2 and not any(a.star or a.keyword for a in node.args) \
             and isinstance(node.args[0].value, cst.Name) and isinstance(scope.env.get(node.args[0].value.value), IsTensor):
         other = _plain(value_of(node.args[1].value, scope))  # of a plain tensor, known when converting
@@ -272,6 +296,8 @@ def _call(node: cst.Call, scope: Scope):
             kwargs.update(_plain(value_of(arg.value, scope)))
             continue
         value = value_of(arg.value, scope)
+        if isinstance(value, Instance) and not _hashable_in(fn, SAFE_CALLS):
+            raise Unknown("an object forward created, passed to a function")  # inlined, not run now
         if fn is builtins.getattr and isinstance(value, ModRef) and not args:
             args.append(value)
             continue
@@ -294,6 +320,20 @@ def _call(node: cst.Call, scope: Scope):
     return Static(result)
 
 
+def _instance_getattr(fn, receiver: Instance, node: cst.Call, scope: Scope):
+    """`getattr(obj, name[, default])` / `hasattr(obj, name)` on an object forward created: an attribute
+    forward set is read from the conversion's state."""
+    name = _plain(value_of(node.args[1].value, scope))
+    if not isinstance(name, str):
+        raise Unknown("attribute name")
+    present = (id(receiver.value), name) in scope.state or hasattr(receiver.value, name)
+    if fn is builtins.hasattr:
+        return Static(present)
+    if not present and len(node.args) == 3:
+        return value_of(node.args[2].value, scope)
+    return _attribute(receiver, name, scope)
+
+
 def _hashable_in(value, table) -> bool:
     try:
         return value in table
@@ -310,6 +350,9 @@ def value_of(node: cst.BaseExpression, scope: Scope):
     if isinstance(node, cst.ConcatenatedString):  # parts may be f-strings (libcst evaluates those to None)
         return Static(_plain(value_of(node.left, scope)) + _plain(value_of(node.right, scope)))
     if isinstance(node, cst.Attribute):
+        if isinstance(node.value, cst.Name) and isinstance(scope.env.get(node.value.value), Holds) \
+                and node.attr.value in scope.env[node.value.value].fields:
+            return scope.env[node.value.value].fields[node.attr.value]  # `outputs.cache` (rewrite/objects.py)
         return _attribute(value_of(node.value, scope), node.attr.value, scope)
     if isinstance(node, cst.Subscript):
         base = value_of(node.value, scope)
@@ -331,7 +374,7 @@ def value_of(node: cst.BaseExpression, scope: Scope):
             item = _plain(base)[key]
         except Exception:
             raise Unknown("index") from None
-        return _computed(item, base)
+        return _instance(_computed(item, base), scope)
     if isinstance(node, cst.Call):
         if isinstance(node.func, cst.Name) and node.func.value == "super":
             receiver = scope.env.get("self")
@@ -465,7 +508,12 @@ def _comprehension(node, scope: Scope) -> list:
         if not isinstance(iterable, Static) or isinstance(iterable.value, torch.Tensor):
             raise Unknown("comprehension over a run-time value")
         try:
-            items = list(iterable.value) if len(iterable.value) <= _MAX_COMPREHENSION else None
+            if isinstance(iterable.value, (zip, enumerate, reversed)) and isinstance(comp.iter, cst.Call):
+                # built afresh by this very evaluation (`zip(cache.is_sliding, cache.is_linear)`): read it whole
+                items = list(itertools.islice(iterable.value, _MAX_COMPREHENSION + 1))
+                items = items if len(items) <= _MAX_COMPREHENSION else None
+            else:
+                items = list(iterable.value) if len(iterable.value) <= _MAX_COMPREHENSION else None
         except TypeError:
             raise Unknown("comprehension") from None
         if items is None:
@@ -583,6 +631,9 @@ def _none_test(left: cst.BaseExpression, right: cst.BaseExpression, scope: Scope
         base = value_of(left.value, scope)
     except Exception:
         return None
+    if isinstance(base, Instance) and (id(base.value), left.attr.value) in scope.state:
+        held = scope.state[(id(base.value), left.attr.value)]  # a run-time value forward stored on it
+        return False if isinstance(held, Alias) and held.not_none else None
     if not isinstance(base, ModRef) or not hasattr(base.obj, left.attr.value):
         return None
     return getattr(base.obj, left.attr.value) is None
