@@ -38,6 +38,8 @@ from .values import Alias, Holds, Instance, ModRef, Static, TensorConst
 __all__ = ["ForwardObjects"]
 
 _SIGNATURE_ATTRS = ("dtype", "device")
+_PATHS = ("the object is built when converting and its configuration must be the same on every path the package "
+          "can take; only tensors it holds can differ, as variables of their own")
 
 
 def _library_class(cls) -> bool:
@@ -182,11 +184,8 @@ class ForwardObjects:
             return None
         return owner.value if isinstance(owner, Instance) else None
 
-    def _object_error(self, target, frame: Frame, message: str, hint: str) -> None:
-        self._error("object-state", frame.src, target, message,
-                    "the object is built when converting and its configuration must be the same on every path "
-                    "the package can take; only tensors it holds can differ, as variables of their own",
-                    hint)
+    def _object_error(self, target, frame: Frame, message: str, hint: str, explanation: str = _PATHS) -> None:
+        self._error("object-state", frame.src, target, message, explanation, hint)
 
     # -- the object in run-time code -----------------------------------------------
     def _object_arguments(self, expr, frame: Frame):
@@ -216,19 +215,27 @@ class ForwardObjects:
             expr = expr.visit(_Replace(replace))
         return expr, fields
 
-    def _check_object_uses(self, folded, frame: Frame, line) -> None:
+    def _check_object_uses(self, folded, written, frame: Frame, line) -> None:
         """An object forward created that run-time code would still read (returned, passed to a function
-        that is not inlined): reported."""
-        held = {frame.scope.local(n) for n, v in frame.scope.env.items() if isinstance(v, Instance)}
+        that is not inlined): reported, at the name as `written`."""
+        held = {frame.scope.local(n): n for n, v in frame.scope.env.items() if isinstance(v, Instance)}
         if not held:
             return
-        skip = {id(a.attr) for a in find(folded, cst.Attribute)} | {id(a.keyword) for a in find(folded, cst.Arg)}
-        for name in find(folded, cst.Name):
-            if name.value in held and id(name) not in skip:
-                self._object_error(line, frame, f"`{name.value}`, an object forward created, is used as a run-time "
-                                   "value", "use the tensors it holds (or what its methods return) instead; only "
-                                   "they exist when the package runs")
+        for name in _value_names(folded):
+            if name.value in held:
+                place = next((n for n in _value_names(written) if n.value == held[name.value]
+                              and (n in frame.src.positions or n in frame.src.aliases)), line)
+                self._object_error(place, frame, f"`{held[name.value]}`, an object forward created, is used as a "
+                                   "run-time value", "use the tensors it holds, or what its methods return, "
+                                   "instead", explanation="the object exists only when converting: the package "
+                                   "holds the tensors it keeps, as variables, never the object itself")
                 return
+
+
+def _value_names(expr) -> list:
+    """The names `expr` reads as values (not attribute names, not keywords)."""
+    skip = {id(a.attr) for a in find(expr, cst.Attribute)} | {id(a.keyword) for a in find(expr, cst.Arg)}
+    return [n for n in find(expr, cst.Name) if id(n) not in skip]
 
 
 class _Replace(cst.CSTTransformer):

@@ -610,7 +610,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self._check_module_indexing(expr, frame)
         expr, self.held_objects = self._object_arguments(expr, frame)
         folded = fold(expr, frame.scope)
-        self._check_object_uses(folded, frame, line)
+        self._check_object_uses(folded, expr, frame, line)
         return folded
 
     def _check_module_indexing(self, expr, frame: Frame) -> None:

@@ -270,7 +270,10 @@ def _call(node: cst.Call, scope: Scope):
     if isinstance(fn, types.MethodType) and owned(scope, fn.__self__):
         raise Unknown("a method of an object forward created")  # inlined: it may read run-time attributes
     if fn in (builtins.getattr, builtins.hasattr) and 2 <= len(node.args) <= 3 and not any(a.star or a.keyword for a in node.args):
-        receiver = value_of(node.args[0].value, scope)
+        try:
+            receiver = value_of(node.args[0].value, scope)
+        except Unknown:
+            receiver = None
         if isinstance(receiver, Instance):
             return _instance_getattr(fn, receiver, node, scope)
     if fn in (builtins.isinstance, builtins.hasattr) and len(node.args) == 2 and not any(a.star or a.keyword for a in node.args) \
