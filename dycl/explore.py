@@ -558,12 +558,17 @@ def _force_shapes(exp: Exploration, inputs: list[tuple], reached_under: dict) ->
         first, under = reached_under[decision]
         exp.recording = unreached
         try:
+            reached = False
             for k in [first] + [i for i in range(min(3, len(inputs))) if i != first]:
                 try:
                     exp.run(inputs[k], {**under, decision: value}, record_arms=False)
                     runs += 1
                 except Exception:
                     continue
+                # once it reaches such a region, at the other inputs' sizes too; else the next arm
+                reached = reached or any(exp.records[name].examples for name in unreached)
+                if not reached:
+                    break
         finally:
             exp.recording = None
     return runs

@@ -171,6 +171,15 @@ def _closure_globals(func) -> dict:
 
 
 
+class _Replace(cst.CSTTransformer):
+    def __init__(self, table: dict):
+        super().__init__()
+        self.table = table
+
+    def on_leave(self, original, updated):
+        return self.table.get(original, updated)
+
+
 class Inlining:
     """Mixin of PartialEvaluator: calls that are inlined rather than traced."""
 
@@ -196,11 +205,7 @@ class Inlining:
         if not replacements:
             return expr
 
-        class _Replace(cst.CSTTransformer):
-            def on_leave(self, original, updated):
-                return replacements.get(original, updated)
-
-        return expr.visit(_Replace())
+        return expr.visit(_Replace(replacements))
 
     def _inline_target(self, call: cst.Call, frame: Frame):
         """(function, owner ModRef or None, defining class) when `call` should be inlined."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .cfg import IfNode, LoopNode, Stmt
+from .diagnostics import Abandoned
 from .jumps import Frame, assigned_names, has_break, has_jump, splice, terminates
 from .staticeval import fold, iteration_items, representation, value_of
 from .values import ModRef, Static, TensorConst, Unknown
@@ -143,9 +144,18 @@ class LoopLowering:
         saved = (len(self.diagnostics), dict(scope.env), set(scope.poisoned), dict(scope.rename), dict(scope.state))
         tentative: list = []
         variant = set(assigned_names(node.body)) | {node.target.value}
-        self._enter_loop(variant, frame, tentative, node)
-        body = self._loop_body(node.body.body, frame)
-        self._leave_loop(frame)
+        depth = len(frame.variants)
+        self.tentative += fallback  # the first diagnostic ends the attempt (partial_eval._error)
+        try:
+            self._enter_loop(variant, frame, tentative, node)
+            body = self._loop_body(node.body.body, frame)
+            self._leave_loop(frame)
+        except Abandoned:
+            if not fallback:
+                raise
+            del frame.variants[depth:]
+        finally:
+            self.tentative -= fallback
         if fallback and len(self.diagnostics) > saved[0]:
             del self.diagnostics[saved[0]:]
             scope.env, scope.poisoned, scope.rename = saved[1], saved[2], saved[3]

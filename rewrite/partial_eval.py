@@ -20,7 +20,7 @@ from .checks import ExpressionChecks
 from .closures import Closure, NestedFunctions
 from .library_statements import LibraryStatements, constant_result as _constant_result
 from .constants import ConstantTensors
-from .diagnostics import Diagnostic, Location
+from .diagnostics import Abandoned, Diagnostic, Location
 from .dispatch import ModuleDispatch
 from .higher_order import HigherOrderOps
 from .inline import Inlining
@@ -64,6 +64,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self._object_variables: dict = {}  # (id(object), attribute) -> the variable holding it (objects.py)
         self.guarded = 0  # unrolled iterations after a data-dependent `break` being lowered (they run under a flag)
         self.host_depth = 0  # host loops around the statement being lowered
+        self.tentative = 0  # host loops being tried that unroll instead on a diagnostic (loops.py)
         self.held_objects: dict = {}  # objects forward created that the last expression's result holds
 
     # -- entry -------------------------------------------------------------
@@ -105,6 +106,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                for d in self.diagnostics):
             return  # the same construct seen again in another unrolled iteration
         self.diagnostics.append(Diagnostic(kind, Location(src.file, first, col), message, explanation, hint))
+        if self.tentative:
+            raise Abandoned(kind)
 
     def origin(self, frame: Frame, node) -> Origin:
         first, last, col = frame.src.loc(node)
