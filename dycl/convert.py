@@ -493,10 +493,11 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                     st.fallbacks.append(f"{region.name} ({origin}): {reason}")
                 used = fallback
                 artifact = artifacts.get(fallback, onnx_path, region.name)
-            run = used.load(os.path.join(st.workdir, artifact), st.workdir)
             try:  # TVM's simplifier may assume no NaN or infinities: checked on inputs that hold them
+                run = used.load(os.path.join(st.workdir, artifact), st.workdir)
                 verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.name == "tvm")
-            except Exception as exc:  # TVM wrong or failing where onnxruntime may be right (at 0 rows)
+            except Exception as exc:  # TVM wrong or failing where onnxruntime may be right (at 0 rows), or a
+                # library TVM cannot load back (a constant with no elements: "Invalid DLTensor file format")
                 if fallback is None or used is fallback:
                     raise
                 if not auto:
