@@ -206,8 +206,8 @@ def _unreached(regions) -> list[Diagnostic]:
     places = {(r.origin.file, r.origin.first, r.origin.col): r for r in regions}
     return [Diagnostic("unreached-code", Location(*place), "no input reached this code, even with every decision forced",
                        f"its region ({r.name}) is exported at the shapes seen when the model runs, and no sample input "
-                       "took the path to it; forcing each `.item()`/tensor decision both ways did not reach it either "
-                       "(decisions on shapes and on Python values cannot be forced)",
+                       "took the path to it; forcing each `.item()`/tensor decision both ways did not reach it either, "
+                       "nor did forcing the shape tests no run passed (decisions on Python values cannot be forced)",
                        "add sample_inputs() that take this path, or remove the code if it can never run")
             for place, r in places.items()]
 

@@ -21,7 +21,7 @@ import libcst as cst
 from .cfg import Stmt
 from .jumps import Frame
 from .staticeval import _plain, representation, value_of
-from .values import Alias, Pack, Static, Unknown
+from .values import Alias, Pack, Static, Unknown, is_literal
 
 __all__ = ["MutableStatics", "mutated_safely", "read_only"]
 
@@ -123,7 +123,7 @@ class MutableStatics:
             return False
         if not isinstance(value, Static) or not mutated_safely(frame.src.node, name) \
                 or not (isinstance(value.value, _CONTAINERS) or isinstance(value.value, list)
-                        and read_only(frame.src.node, name)):
+                        and is_literal(value.value) and read_only(frame.src.node, name)):
             return False
         self._own(name, value.value, frame)
         return True

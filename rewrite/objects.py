@@ -12,16 +12,19 @@ converting, from arguments fixed then, and each of its attributes is one of two 
   Inside a host loop it is loop-carried state like any local.
 
 The object's methods are inlined with `self` bound to it (rewrite/inline.py), never run when
-converting. Run-time code cannot hold the object: where it is a keyword argument of a class that
-collects results (`BaseModelOutputWithPast(..., cache=cache)`), the package passes None and the
-result's attribute (`outputs.cache`) reads the object when converting (values.Holds); any other
-run-time use is reported. A change of configuration, or an attribute that becomes run-time state, must happen
+converting. A change of configuration, or an attribute that becomes run-time state, must happen
 where the object was created (not in one arm of a run-time `if`, nor in a host loop around the
 creation, nor after a data-dependent `break` of an unrolled loop): otherwise the object would differ
 between the paths, and the change is reported as `[object-state]`.
+
+Run-time code cannot hold the object. Where it is a keyword argument of a dataclass that collects
+results (`BaseModelOutputWithPast(..., cache=cache)`), the package passes None, and the result's
+attribute (`outputs.cache`) reads the object when converting (values.Holds); any other run-time use
+is reported.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import libcst as cst
@@ -157,10 +160,11 @@ class ForwardObjects:
         hoisted: list = []
         value = self.expression(node.value, frame, hoisted, line)
         out.extend(hoisted)
-        if isinstance(value, cst.Attribute) and value.attr.value in _SIGNATURE_ATTRS and not is_tensor(node.value, frame.scope):
-            if here or isinstance(current, Alias) and current.attr is not None:
-                state[key] = self._probe(value, f"{path}_{target.attr.value.strip('_')}", frame, out, line)
-                return True
+        signature = isinstance(value, cst.Attribute) and value.attr.value in _SIGNATURE_ATTRS \
+            and not is_tensor(node.value, frame.scope)
+        if signature and (here or isinstance(current, Alias) and current.attr is not None):
+            state[key] = self._probe(value, f"{path}_{target.attr.value.strip('_')}", frame, out, line)
+            return True
         variable = self._object_variables.get(key)
         if variable is None:
             variable = self.names.fresh(f"{path}_{target.attr.value.strip('_')}")
@@ -171,7 +175,8 @@ class ForwardObjects:
                                "object is created, or update it on every path")
             return True
         out.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(variable))], value), self.origin(frame, line)))
-        state[key] = Alias(variable, not_none=never_none(node.value, frame.scope), tensor=is_tensor(node.value, frame.scope))
+        state[key] = Alias(variable, not_none=never_none(node.value, frame.scope),
+                           tensor=is_tensor(node.value, frame.scope))
         return True
 
     def _instance_of(self, target, frame: Frame):
@@ -189,8 +194,9 @@ class ForwardObjects:
 
     # -- the object in run-time code -----------------------------------------------
     def _object_arguments(self, expr, frame: Frame):
-        """`Cls(..., cache=cache)` of a class, in run-time code: None is passed for each object forward
-        created, and (expr, {keyword: Instance}) is returned so that the assigned name can read it."""
+        """`Cls(..., cache=cache)` of a dataclass (a record of results, as transformers' ModelOutput), in
+        run-time code: None is passed for each object forward created, and (expr, {keyword: Instance}) is
+        returned so that the assigned name can read it."""
         fields: dict = {}
         replace: dict = {}
         for call in find(expr, cst.Call):
@@ -198,8 +204,9 @@ class ForwardObjects:
                 cls = value_of(call.func, frame.scope)
             except Exception:
                 continue
-            if not isinstance(cls, Static) or not isinstance(cls.value, type):
-                continue
+            if not isinstance(cls, Static) or not isinstance(cls.value, type) \
+                    or not dataclasses.is_dataclass(cls.value):
+                continue  # only a record of results: a class with behaviour might use the object
             for arg in call.args:
                 if arg.keyword is None or arg.star:
                     continue
