@@ -509,7 +509,6 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 break
         if not progress:
             break
-    forced_runs += _force_shapes(exp, inputs, reached_under)
     # Loops: run each at most 0, 1 and 2 times, and a `while` exactly 1 and 2 times (more than any sample
     # may have run it), so code after a loop, and state it grows, see several trip counts.
     for decision, dclass in sorted(exp.classes.items()):
@@ -523,6 +522,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 forcings.append({**under, decision: n})
             except Exception:
                 continue
+    forced_runs += _force_shapes(exp, inputs, reached_under)
     if resized:  # every arm at every declared size, not only the arms samples missed
         for decision, (first, under) in sorted(reached_under.items()):
             if exp.classes.get(decision) == "value":
