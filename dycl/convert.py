@@ -232,8 +232,8 @@ def _unreached(regions) -> list[Diagnostic]:
     places = {(r.origin.file, r.origin.first, r.origin.col): r for r in regions}
     return [Diagnostic("unreached-code", Location(*place), "no input reached this code, even with every decision forced",
                        f"its region ({r.name}) is exported at the shapes seen when the model runs, and no sample input "
-                       "took the path to it; forcing each `.item()`/tensor decision both ways did not reach it either "
-                       "(decisions on shapes and on Python values cannot be forced)",
+                       "took the path to it; forcing each `.item()`/tensor decision both ways did not reach it either, "
+                       "nor did forcing the shape tests no run passed (decisions on Python values cannot be forced)",
                        "add sample_inputs() that take this path, or remove the code if it can never run")
             for place, r in places.items()]
 
@@ -521,10 +521,11 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
                     st.fallbacks.append(f"{region.name} ({origin}): {reason}")
                 used = fallback
                 artifact = artifacts.get(fallback, onnx_path, region.name)
-            run = used.load(os.path.join(st.workdir, artifact), st.workdir)
             try:  # TVM's simplifier may assume no NaN or infinities: checked on inputs that hold them
+                run = used.load(os.path.join(st.workdir, artifact), st.workdir)
                 verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.assumes_finite)
-            except Exception as exc:  # wrong or failing where the fallback may be right (TVM at 0 rows)
+            except Exception as exc:  # wrong or failing where the fallback may be right (TVM at 0 rows), or a
+                # library TVM cannot load back (a constant with no elements: "Invalid DLTensor file format")
                 if fallback is None or used is fallback:
                     raise
                 if not auto:

@@ -168,14 +168,14 @@ class _ExploringRegions:
         """An `if` or `while` test. Forcing: True/False for a value-determined `if`;
         an int n for a loop: at most n iterations. `observe()` gives values seen at the test
         (`Exploration.at_decisions`)."""
-        if observe is not None:
+        if observe is not None and self._explorer.recording is None:
             self._observe(decision, observe)
         taken = bool(value)
         forced = self._force.get(decision)
         if self._replay is not None:
             taken = self._next(decision)
-        elif dclass == DecisionClass.VALUE and isinstance(forced, bool):
-            taken = forced
+        elif dclass in (DecisionClass.VALUE, DecisionClass.SHAPE) and isinstance(forced, bool):
+            taken = forced  # a shape test only as a last resort: see `_force_shapes`
         elif dclass == DecisionClass.EXECUTION and isinstance(forced, int) and not isinstance(forced, bool):
             count = self._evaluations.get(decision, 0)
             self._evaluations[decision] = count + 1
@@ -253,6 +253,8 @@ class _ExploringRegions:
             nested = [unflatten(s, leaves, scalars_as_arrays=True) for s in in_specs]
             with torch.no_grad():
                 outs = fn(model, *nested)
+            if self._explorer.recording is not None and name not in self._explorer.recording:
+                return _unrecorded(outs)
             out_specs, out_leaves = [], []
             for index, value in enumerate(outs):
                 spec, leaves_ = flatten_torch(value)
@@ -291,6 +293,16 @@ class _ExploringRegions:
         return call
 
 
+def _unrecorded(outs):
+    """A region's torch results as the host takes them (numpy leaves), without recording the call."""
+    results = []
+    for value in outs:
+        spec, leaves = flatten_torch(value)
+        results.append(unflatten(spec, iter([t.detach().numpy() if isinstance(t, torch.Tensor) else t
+                                             for t in leaves])))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
 class Exploration:
     """Runs the instrumented host with torch regions; collects records and paths."""
 
@@ -310,19 +322,22 @@ class Exploration:
         self.observed: dict[str, list[str]] = {}  # decision -> names the instrumented host passes at its test
         # decision -> {(declared symbols' sizes, ((name, (spec, leaf shapes)), ...))}: what each run saw there
         self.at_decisions: dict[str, set[tuple]] = {}
+        self.recording: set[str] | None = None  # the only regions whose calls are recorded (`_force_shapes`)
 
     def seen_at(self, decision: str) -> list[tuple[dict, dict]]:
         """Each distinct observation at a decision's test: (symbol sizes, {name: (spec, leaf shapes)})."""
         return [(dict(sizes), {name: (json.loads(spec), shapes) for name, spec, shapes in seen})
                 for sizes, seen in sorted(self.at_decisions.get(decision, ()), key=repr)]
 
-    def run(self, inputs: tuple, force: dict[str, bool] | None = None, replay: tuple | None = None):
+    def run(self, inputs: tuple, force: dict[str, bool] | None = None, replay: tuple | None = None,
+            record_arms: bool = True):
         """One run of the host; `force` sets decisions, `replay` follows a path of decisions taken
         (and stops the run where it ends)."""
         regions = _ExploringRegions(self, force or {}, tuple(sorted(self.symbols_of(inputs).items())), replay)
         args = [to_numpy(v) for v in inputs]
         out = self.host.forward(regions, *args)
-        self.arms.update(regions.path)
+        if record_arms:
+            self.arms.update(regions.path)
         return out, tuple(regions.path)
 
 
@@ -508,6 +523,7 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 forcings.append({**under, decision: n})
             except Exception:
                 continue
+    forced_runs += _force_shapes(exp, inputs, reached_under)
     if resized:  # every arm at every declared size, not only the arms samples missed
         for decision, (first, under) in sorted(reached_under.items()):
             if exp.classes.get(decision) == DecisionClass.VALUE:
@@ -525,6 +541,38 @@ def explore(model, host, module, region_names, inputs: list[tuple], tol: float =
                 continue
     forced_runs += _replay_at_other_sizes(exp, resized or [])
     return exp, forced_runs
+
+
+def _force_shapes(exp: Exploration, inputs: list[tuple], reached_under: dict) -> int:
+    """Last resort, for code behind a shape test no input passes (transformers pads the attention mask
+    when the cache and the mask differ in length, which they never do in a generation loop): force
+    the shape tests no run took, so that the regions no run reached get example shapes. Such a run
+    may be impossible (it raises and is skipped), is never compared with the model, and records
+    nothing but the examples of those regions."""
+    runs = 0
+    missing = sorted((d, v) for d in reached_under for v in (True, False)
+                     if (d, v) not in exp.arms and exp.classes.get(d) == "shape")
+    for decision, value in missing:
+        unreached = {name for name, record in exp.records.items() if not record.examples}
+        if not unreached:
+            break
+        first, under = reached_under[decision]
+        exp.recording = unreached
+        try:
+            reached = False
+            for k in [first] + [i for i in range(min(3, len(inputs))) if i != first]:
+                try:
+                    exp.run(inputs[k], {**under, decision: value}, record_arms=False)
+                    runs += 1
+                except Exception:
+                    continue
+                # once it reaches such a region, at the other inputs' sizes too; else the next arm
+                reached = reached or any(exp.records[name].examples for name in unreached)
+                if not reached:
+                    break
+        finally:
+            exp.recording = None
+    return runs
 
 
 def _replay_at_other_sizes(exp: Exploration, resized: list[tuple]) -> int:

@@ -354,27 +354,6 @@ class Builder:
         only the list, which host statements already built, so it goes before the pending region code.
         """
         value = getattr(node, "value", None)
-        names = self.names
-
-        class _Joins(cst.CSTTransformer):
-            def on_visit(self, n: cst.CSTNode) -> bool:  # not out of code that runs only sometimes
-                return not isinstance(n, (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp,
-                                          cst.DictComp, cst.GeneratorExp))
-
-            def leave_Call(self, original: cst.Call, updated: cst.Call):
-                if original is value:
-                    return updated
-                if list_join(original, kinds):
-                    name, kind, derived = names.fresh(f"joined_L{origin.first}"), TENSOR, False
-                elif lift_lengths and _container_length(original, kinds) \
-                        and original.args[0].value.value not in read_whole:  # `h.sum() > len(picks)`
-                    name, kind, derived = names.fresh(f"len_L{origin.first}"), SCALAR, analyze(original, kinds).value
-                else:
-                    return updated
-                out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], original), kinds), origin))
-                kinds.set(name, kind, derived)
-                return cst.Name(name)
-
         if isinstance(node, cst.BaseExpression):  # a test
             value = None
         elif value is None or not isinstance(node, (cst.Assign, cst.AugAssign, cst.Expr, cst.Return)):
@@ -383,7 +362,7 @@ class Builder:
         # (A list the region reads anyway goes in whole, and its length with it.)
         lift_lengths = not analyze(node if value is None else value, kinds).host
         read_whole = _names_outside_len(node) if lift_lengths else set()
-        return node.visit(_Joins())
+        return node.visit(_Joins(value, self.names, kinds, out, origin, lift_lengths, read_whole))
 
     def _forget(self, node) -> None:
         """Names assigned again: no longer known to equal a tested value, nor to hold the shape
@@ -434,6 +413,35 @@ def _tensor_display(value, kinds: Kinds) -> bool:
         and all(_tensor_display(el.value, kinds) or analyze(el.value, kinds).vtype == TENSOR for el in value.elements)
 
 
+class _Joins(cst.CSTTransformer):
+    """Builder._joins_to_host's rewrite. (Visitor classes live at module level: libcst checks each visitor
+    against its ABCs, which scans every subclass once per new class, and a class per call adds up.)"""
+
+    def __init__(self, value, names, kinds: Kinds, out: list, origin: Origin, lift_lengths: bool, read_whole: set):
+        super().__init__()
+        self.value, self.names, self.kinds, self.out, self.origin = value, names, kinds, out, origin
+        self.lift_lengths, self.read_whole = lift_lengths, read_whole
+
+    def on_visit(self, n: cst.CSTNode) -> bool:  # not out of code that runs only sometimes
+        return not isinstance(n, (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp,
+                                  cst.DictComp, cst.GeneratorExp))
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        kinds, origin = self.kinds, self.origin
+        if original is self.value:
+            return updated
+        if list_join(original, kinds):
+            name, kind, derived = self.names.fresh(f"joined_L{origin.first}"), TENSOR, False
+        elif self.lift_lengths and _container_length(original, kinds) \
+                and original.args[0].value.value not in self.read_whole:  # `h.sum() > len(picks)`
+            name, kind, derived = self.names.fresh(f"len_L{origin.first}"), SCALAR, analyze(original, kinds).value
+        else:
+            return updated
+        self.out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], original), kinds), origin))
+        kinds.set(name, kind, derived)
+        return cst.Name(name)
+
+
 def _container_length(call: cst.Call, kinds: Kinds) -> bool:
     """`len(picks)` of a host list or tuple variable."""
     return isinstance(call.func, cst.Name) and call.func.value == "len" and kinds.get("len") is None \
@@ -443,19 +451,23 @@ def _container_length(call: cst.Call, kinds: Kinds) -> bool:
 
 def _names_outside_len(node) -> set[str]:
     """The names `node` reads other than as the argument of `len(name)`."""
-    found: set[str] = set()
+    reads = _ReadsOutsideLen()
+    node.visit(reads)
+    return reads.found
 
-    class _Reads(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> bool:
-            bare = isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1 \
-                and isinstance(call.args[0].value, cst.Name)
-            return not bare
 
-        def visit_Name(self, name: cst.Name) -> None:
-            found.add(name.value)
+class _ReadsOutsideLen(cst.CSTVisitor):
+    def __init__(self):
+        super().__init__()
+        self.found: set[str] = set()
 
-    node.visit(_Reads())
-    return found
+    def visit_Call(self, call: cst.Call) -> bool:
+        bare = isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1 \
+            and isinstance(call.args[0].value, cst.Name)
+        return not bare
+
+    def visit_Name(self, name: cst.Name) -> None:
+        self.found.add(name.value)
 
 
 def _changed_container(expr, kinds: Kinds) -> str | None:

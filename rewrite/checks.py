@@ -25,22 +25,26 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 def _reads(expr: cst.CSTNode) -> list[cst.Name]:
     """The names `expr` reads (not attribute names, not keywords, not names a lambda binds)."""
-    found: list[cst.Name] = []
+    visitor = _Reads()
+    expr.visit(visitor)
+    return visitor.found
 
-    class _V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
-            return False
 
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
-            return False
+class _Reads(cst.CSTVisitor):
+    def __init__(self):
+        super().__init__()
+        self.found: list[cst.Name] = []
 
-        def visit_Name(self, node: cst.Name) -> None:
-            found.append(node)
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
 
-    expr.visit(_V())
-    return found
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.append(node)
 
 
 # Tensor methods whose result shares its input's storage.

@@ -4,7 +4,13 @@ from __future__ import annotations
 import linecache
 import os
 
-__all__ = ["Diagnostic", "ConversionError", "Location"]
+__all__ = ["Diagnostic", "ConversionError", "Location", "Abandoned"]
+
+
+class Abandoned(BaseException):
+    """A tentative lowering (a host loop that unrolls instead if its body is not the same every
+    iteration) met its first diagnostic: the rest of it need not be lowered. A BaseException, so that
+    no `except Exception` on the way swallows it."""
 
 
 class Location:

@@ -21,9 +21,9 @@ from .nonnull import is_tensor, never_none
 from .jumps import Frame, as_tuple, assigned_names, jump_in_loop, splice_returns
 from .returns import Returned, returns_constant
 from .source import FunctionSource, function_source, unwrap_transparent
-from .staticeval import Method, Scope, value_of
+from .staticeval import Method, Scope, owned, value_of
 from .walk import find
-from .values import Alias, IsTensor, ModRef, NotNone, Pack, Static, TensorConst, Unknown
+from .values import Alias, Instance, IsTensor, ModRef, NotNone, Pack, Static, TensorConst, Unknown
 
 __all__ = ["Inlining", "forward_of"]
 
@@ -171,6 +171,15 @@ def _closure_globals(func) -> dict:
 
 
 
+class _Replace(cst.CSTTransformer):
+    def __init__(self, table: dict):
+        super().__init__()
+        self.table = table
+
+    def on_leave(self, original, updated):
+        return self.table.get(original, updated)
+
+
 class Inlining:
     """Mixin of PartialEvaluator: calls that are inlined rather than traced."""
 
@@ -196,11 +205,7 @@ class Inlining:
         if not replacements:
             return expr
 
-        class _Replace(cst.CSTTransformer):
-            def on_leave(self, original, updated):
-                return replacements.get(original, updated)
-
-        return expr.visit(_Replace())
+        return expr.visit(_Replace(replacements))
 
     def _inline_target(self, call: cst.Call, frame: Frame):
         """(function, owner ModRef or None, defining class) when `call` should be inlined."""
@@ -241,10 +246,13 @@ class Inlining:
             return None
         if isinstance(fv, Static) and isinstance(fv.value, types.MethodType) and _user_code(fv.value.__func__) \
                 and not isinstance(fv.value.__self__, (nn.Module, torch.Tensor, type)) \
-                and function_source(fv.value.__func__) is not None and not _folds(call, scope):
-            # a method of a library object (`_CAN_RECORD_REGISTRY.get(self)`): its `self` is that object
+                and function_source(fv.value.__func__) is not None \
+                and (owned(scope, fv.value.__self__) or not _folds(call, scope)):
+            # a method of a library object (`_CAN_RECORD_REGISTRY.get(self)`): its `self` is that object;
+            # one forward created (rewrite/objects.py) is never run when converting
             receiver = fv.value.__self__
-            return fv.value.__func__, None, _defining_class(type(receiver), fv.value.__func__), Static(receiver)
+            bound = Instance(receiver) if owned(scope, receiver) else Static(receiver)
+            return fv.value.__func__, None, _defining_class(type(receiver), fv.value.__func__), bound
         if isinstance(fv, Static) and inspect.isfunction(fv.value) and _user_code(fv.value) \
                 and (_has_branches(fv.value) or not _global_name(call.func, scope, fv.value)):
             return fv.value, None, None

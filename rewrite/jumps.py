@@ -31,26 +31,30 @@ class Frame:
 
 def assigned_names(body) -> dict[str, None]:
     """Names a block assigns (targets of =, op=, annotated =, for), in source order."""
-    names: dict[str, None] = {}
+    visitor = _Assigned()
+    body.visit(visitor)
+    return visitor.names
 
-    class _V(cst.CSTVisitor):
-        def visit_AssignTarget(self, node):
-            names.update(dict.fromkeys(target_names(node.target)))
 
-        def visit_AugAssign(self, node):
-            names.update(dict.fromkeys(target_names(node.target)))
+class _Assigned(cst.CSTVisitor):
+    def __init__(self):
+        super().__init__()
+        self.names: dict[str, None] = {}
 
-        def visit_AnnAssign(self, node):
-            names.update(dict.fromkeys(target_names(node.target)))
+    def visit_AssignTarget(self, node):
+        self.names.update(dict.fromkeys(target_names(node.target)))
 
-        def visit_For(self, node):
-            names.update(dict.fromkeys(target_names(node.target)))
+    def visit_AugAssign(self, node):
+        self.names.update(dict.fromkeys(target_names(node.target)))
 
-        def visit_FunctionDef(self, node):
-            return False
+    def visit_AnnAssign(self, node):
+        self.names.update(dict.fromkeys(target_names(node.target)))
 
-    body.visit(_V())
-    return names
+    def visit_For(self, node):
+        self.names.update(dict.fromkeys(target_names(node.target)))
+
+    def visit_FunctionDef(self, node):
+        return False
 
 
 def has_break(body) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .cfg import IfNode, LoopNode, Stmt
+from .diagnostics import Abandoned
 from .kinds import JumpKind, LoopKind, LoopMode, TestKind
 from .jumps import Frame, assigned_names, has_break, has_jump, splice, terminates
 from .staticeval import fold, iteration_items, representation, value_of
@@ -48,23 +49,35 @@ class LoopLowering:
                         "values have no index the host can step",
                         "loop over `range(len(x))` and index each value")
             return False
+        peel = False
         if is_range and (items is None or has_break(node.body)):
             if self._host_for(node, iterable, frame, out, fallback=items is not None):
                 return False
+            # The body changes conversion-time state (an object forward created starts to hold tensors
+            # on the first iteration): the first iteration unrolled, then the rest as a host loop.
+            peel = isinstance(iterable, cst.Call) and len(items) > 2
         if node.orelse is not None:
             self._error("for-else", frame.src, node.orelse, "`for ... else` in forward",
                         "the else clause of a loop is not supported", "use a flag variable instead")
         saved_exits = {k: frame.exits[k] for k in (JumpKind.BREAK, JumpKind.CONTINUE)}
         iterations = []
         exits = []
-        for item in items:
+        for index, item in enumerate(items):
             frame.exits[JumpKind.BREAK], frame.exits[JumpKind.CONTINUE] = [], []
+            if peel and index == 1:
+                rest = self._rest_as_host_loop(node, iterable, frame, guarded=bool(exits))
+                if rest is not None:
+                    iterations.append(rest)
+                    break
             self.bind(node.target, item, frame, node)
             frame.loops.append(LoopMode.UNROLLED)
+            guarded = bool(exits)  # after a data-dependent `break`, an iteration runs under a flag
+            self.guarded += guarded
             try:
                 body, terminated = self.block(node.body.body, frame)
             finally:
                 frame.loops.pop()
+                self.guarded -= guarded
             iterations.append(body)
             conts = frame.exits[JumpKind.CONTINUE]
             flows = ([(scope.env, body)] if not terminated else []) + conts
@@ -129,20 +142,53 @@ class LoopLowering:
                 self._error("loop-target", frame.src, node.target, "host loop over a tuple target",
                             "a data-dependent loop needs a plain integer loop variable", "use `for t in range(...)`")
             return not fallback
-        saved = (len(self.diagnostics), dict(scope.env), set(scope.poisoned), dict(scope.rename))
+        saved = (len(self.diagnostics), dict(scope.env), set(scope.poisoned), dict(scope.rename), dict(scope.state))
         tentative: list = []
         variant = set(assigned_names(node.body)) | {node.target.value}
-        self._enter_loop(variant, frame, tentative, node)
-        body = self._loop_body(node.body.body, frame)
-        self._leave_loop(frame)
+        depth = len(frame.variants)
+        self.tentative += fallback  # the first diagnostic ends the attempt (partial_eval._error)
+        try:
+            self._enter_loop(variant, frame, tentative, node)
+            body = self._loop_body(node.body.body, frame)
+            self._leave_loop(frame)
+        except Abandoned:
+            if not fallback:
+                raise
+            del frame.variants[depth:]
+        finally:
+            self.tentative -= fallback
         if fallback and len(self.diagnostics) > saved[0]:
             del self.diagnostics[saved[0]:]
             scope.env, scope.poisoned, scope.rename = saved[1], saved[2], saved[3]
+            scope.state.clear()  # shared by every scope: restored in place (objects forward created)
+            scope.state.update(saved[4])
             return False
         out.extend(tentative)
         target = cst.Name(scope.local(node.target.value))
         out.append(LoopNode(LoopKind.FOR, body, self.origin(frame, node.iter, text=True), target=target, iter=iterable))
         return True
+
+    def _rest_as_host_loop(self, node: cst.For, iterable: cst.Call, frame: Frame, guarded: bool) -> list | None:
+        """`for _ in range(n)` after its first iteration: a host loop over `range(1, n)` (under the `break`
+        flag of the first), or None when its body is not the same on every iteration either."""
+        try:
+            remaining = value_of(iterable, frame.scope).value[1:]
+        except Exception:
+            return None
+        if not isinstance(remaining, range):
+            return None
+        bound = cst.Call(cst.Name("range"), [cst.Arg(cst.Integer(str(v)))
+                                             for v in (remaining.start, remaining.stop, remaining.step)])
+        loop = node.with_changes(iter=bound)
+        frame.src.alias(loop, node)
+        frame.src.alias(bound, node.iter)
+        lowered: list = []
+        self.guarded += guarded
+        try:
+            hosted = self._host_for(loop, bound, frame, lowered, fallback=True)
+        finally:
+            self.guarded -= guarded
+        return lowered if hosted else None
 
     def _join_iterations(self, iterations: list[list], fall_through: list, frame: Frame, node) -> list:
         """Unrolled iterations in sequence; `continue` skips the rest of its iteration.
@@ -244,12 +290,14 @@ class LoopLowering:
 
     def _loop_body(self, stmts, frame: Frame) -> list:
         frame.loops.append(LoopMode.HOST)
+        self.host_depth += 1
         saved = dict(frame.exits)
         frame.exits = {JumpKind.BREAK: [], JumpKind.CONTINUE: [], JumpKind.RETURN: frame.exits[JumpKind.RETURN]}
         try:
             body, _ = self.block(stmts, frame)
         finally:
             frame.loops.pop()
+            self.host_depth -= 1
             frame.exits = saved
         return body
 

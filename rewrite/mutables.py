@@ -23,9 +23,9 @@ from .jumps import Frame
 from .kinds import LoopMode
 from .staticeval import _plain, representation, value_of
 from .syntax import MUTATORS
-from .values import Alias, Pack, Static, Unknown
+from .values import Alias, Pack, Static, Unknown, is_literal
 
-__all__ = ["MutableStatics", "mutated_safely"]
+__all__ = ["MutableStatics", "mutated_safely", "read_only"]
 
 _PACK_REMOVERS = ("pop",)
 
@@ -67,6 +67,33 @@ def mutated_safely(func_node: cst.CSTNode, name: str) -> bool:
     return ok
 
 
+def read_only(func_node: cst.CSTNode, name: str) -> bool:
+    """Whether `name` is never changed in place in `func_node`: no mutating method, no item assignment,
+    augmented assignment or `del` (`is_full = [... for ... in zip(cache.is_sliding, ...)]`, then
+    `is_full.index(True)`): a list fixed at conversion time stays one."""
+    changed = False
+
+    class _V(cst.CSTVisitor):
+        def visit_Attribute(self, node):
+            nonlocal changed
+            changed = changed or _is(node.value, name) and node.attr.value in MUTATORS | {"sort", "reverse"}
+
+        def visit_AssignTarget(self, node):
+            nonlocal changed
+            changed = changed or not isinstance(node.target, cst.Name) and _roots_at(node.target, name)
+
+        def visit_AugAssign(self, node):
+            nonlocal changed
+            changed = changed or _roots_at(node.target, name)
+
+        def visit_Del(self, node):
+            nonlocal changed
+            changed = changed or _roots_at(node.target, name)
+
+    func_node.visit(_V())
+    return not changed
+
+
 def _is(node, name: str) -> bool:
     return isinstance(node, cst.Name) and node.value == name
 
@@ -94,8 +121,9 @@ class MutableStatics:
             value = value_of(node.value, frame.scope)
         except Exception:
             return False
-        if not isinstance(value, Static) or not isinstance(value.value, _CONTAINERS) \
-                or not mutated_safely(frame.src.node, name):
+        if not isinstance(value, Static) or not mutated_safely(frame.src.node, name) \
+                or not (isinstance(value.value, _CONTAINERS) or isinstance(value.value, list)
+                        and is_literal(value.value) and read_only(frame.src.node, name)):
             return False
         self._own(name, value.value, frame)
         return True

@@ -20,12 +20,13 @@ from .checks import ExpressionChecks
 from .closures import Closure, NestedFunctions
 from .library_statements import LibraryStatements, constant_result as _constant_result
 from .constants import ConstantTensors
-from .diagnostics import Diagnostic, Location
+from .diagnostics import Abandoned, Diagnostic, Location
 from .dispatch import ModuleDispatch
 from .higher_order import HigherOrderOps
 from .inline import Inlining
 from .lists import ListBuilding
 from .mutables import MutableStatics, mutated_safely
+from .objects import ForwardObjects
 from .jumps import Frame, as_tuple, binop_of
 from .kinds import JumpKind, LoopMode
 from .imports import imported_names
@@ -37,14 +38,14 @@ from .returns import ReturnFact
 from .source import FunctionSource, function_source
 from .staticeval import NOT_FOLDABLE, NOT_STATIC, Method, Scope, fold, representation, value_of
 from .syntax import MUTATORS_RETURNING_NONE, target_names
-from .values import IS_TENSOR, NOT_NONE, Alias, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
+from .values import IS_TENSOR, NOT_NONE, Alias, Holds, Instance, NotNone, ModRef, Pack, SizedList, Static, StaticList, TensorConst, Unknown, is_literal, to_node
 from .walk import find
 
 __all__ = ["PartialEvaluator"]
 
 
 class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch, HigherOrderOps, AttributeWrites,
-                       ListBuilding, ConstantTensors, MutableStatics, NestedFunctions, LibraryStatements):
+                       ListBuilding, ConstantTensors, MutableStatics, NestedFunctions, LibraryStatements, ForwardObjects):
     """Lowers `forward` to `Stmt`/`IfNode` trees; collects diagnostics."""
 
     def __init__(self, model: nn.Module, names: Namespace):
@@ -62,6 +63,11 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self.state: dict = {}  # (id(module), attribute) -> what forward set it to (rewrite/state.py)
         self._owned_containers: dict[int, tuple] = {}  # dicts/sets built when converting (rewrite/mutables.py)
         self._owned_keep: list = []
+        self._object_variables: dict = {}  # (id(object), attribute) -> the variable holding it (objects.py)
+        self.guarded = 0  # unrolled iterations after a data-dependent `break` being lowered (they run under a flag)
+        self.host_depth = 0  # host loops around the statement being lowered
+        self.tentative = 0  # host loops being tried that unroll instead on a diagnostic (loops.py)
+        self.held_objects: dict = {}  # objects forward created that the last expression's result holds
 
     # -- entry -------------------------------------------------------------
     def lower_forward(self, given: int | None = None) -> tuple[list[str], list, Origin]:
@@ -102,6 +108,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                for d in self.diagnostics):
             return  # the same construct seen again in another unrolled iteration
         self.diagnostics.append(Diagnostic(kind, Location(src.file, first, col), message, explanation, hint))
+        if self.tentative:
+            raise Abandoned(kind)
 
     def origin(self, frame: Frame, node, text: bool = False) -> Origin:
         """Where `node` is; with `text`, also how it is written there."""
@@ -278,6 +286,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         if isinstance(node, cst.Return):
             hoisted: list = []
             value = self.expression(node.value, frame, hoisted, line) if node.value else None
+            held = self.held_objects if node.value else {}
             out.extend(hoisted)
             if frame.result is None:
                 out.append(Stmt(node.with_changes(value=value), origin))
@@ -286,7 +295,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             if frame.result:
                 stmt = Stmt(cst.Assign([cst.AssignTarget(cst.Name(frame.result))], value or cst.Name("None")), origin)
                 jump.before.append(stmt)
-                frame.returns.append(self._return_fact(node.value, value, frame, stmt))
+                frame.returns.append(self._return_fact(node.value, value, frame, stmt, held))
             frame.exits[JumpKind.RETURN].append((dict(scope.env), jump.before))
             out.append(jump)
             return True
@@ -324,7 +333,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         if isinstance(node, cst.Assign):
             if self._split_parallel(node, frame, out, line):
                 return False
-            if self._attribute_write(node, frame, out, line) or self._list_assignment(node, frame, out, line) \
+            if self._object_write(node, frame, out, line) or self._bind_object(node, frame) \
+                    or self._attribute_write(node, frame, out, line) or self._list_assignment(node, frame, out, line) \
                     or self._dtype_local(node, frame, out, line) or self._mutate_owned(node, frame, out, line) \
                     or self._mutate_pack(node, frame, out, line) \
                     or self._bind_mutable(node, frame):
@@ -376,10 +386,13 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                 return False
             targets = [t.with_changes(target=self._store_target(t.target, frame)) for t in node.targets]
             tensor = is_tensor(node.value, frame.scope)  # read before the targets are rebound
+            held = self.held_objects or _holds(node.value, frame)
             for n in names:
                 self._set_dynamic(n, frame)
             for t in node.targets:
                 self._mark_not_none(t.target, value, frame, tensor)
+                if held and isinstance(t.target, cst.Name) and not frame.variant(t.target.value):
+                    frame.scope.env[t.target.value] = Holds(held)  # `outputs.cache` reads the object
             out.append(Stmt(node.with_changes(targets=targets, value=value), origin))
             return False
         if isinstance(node, cst.AnnAssign):
@@ -442,7 +455,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             frame.scope.poisoned.discard(name)
         return False
 
-    def _return_fact(self, written, value, frame: Frame, stmt: Stmt) -> ReturnFact:
+    def _return_fact(self, written, value, frame: Frame, stmt: Stmt, held: dict) -> ReturnFact:
         """What conversion knows of a returned value: as written (a model path resolves in the callee's
         scope) or folded (an inlined helper's constant result)."""
         if written is None:
@@ -456,7 +469,8 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
             return held if isinstance(held, NotNone) else None
 
         elements = None
-        facts = [fact(written) or (fact(value) if isinstance(written, cst.Call) else None)]  # an inlined call's result
+        # an inlined call's result; a result object holding objects forward created (rewrite/objects.py)
+        facts = [fact(written) or (fact(value) if isinstance(written, cst.Call) else None) or (Holds(held) if held else None)]
         if isinstance(written, cst.Tuple) and isinstance(value, cst.Tuple) and len(written.elements) == len(value.elements) \
                 and not any(isinstance(el, cst.StarredElement) for el in (*written.elements, *value.elements)):
             elements = [known(a.value, b.value) for a, b in zip(written.elements, value.elements)]
@@ -581,7 +595,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
     @staticmethod
     def _constant(value):
         """`value` when a name may be bound to it at conversion time, else None."""
-        if isinstance(value, (Pack, Method, TensorConst)):  # `forward_fn = self.feed_forward_chunk` is inlined where called
+        if isinstance(value, (Pack, Method, TensorConst, Instance)):  # `forward_fn = self.feed_forward_chunk` is inlined where called
             return value
         if isinstance(value, Static) and _mutable(value.value):
             return None  # mutable: `tokens = []` (or `res, feats = [], []`) collects values at run time
@@ -598,7 +612,10 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self._check_poisoned(expr, frame)
         expr = self._inline_nested(expr, frame, out, line)
         self._check_module_indexing(expr, frame)
-        return fold(expr, frame.scope)
+        expr, self.held_objects = self._object_arguments(expr, frame)
+        folded = fold(expr, frame.scope)
+        self._check_object_uses(folded, expr, frame, line)
+        return folded
 
     def _check_module_indexing(self, expr, frame: Frame) -> None:
         """`self.experts[k]` with a run-time `k` cannot be compiled: report it."""
@@ -617,6 +634,12 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
                             "select the module with if/elif on the value (`if k == 0: y = self.experts[0](x)`)")
             except NOT_FOLDABLE:
                 continue
+
+
+def _holds(value, frame: Frame) -> dict:
+    """The objects forward created that a copied name's run-time object holds (`output = outputs_1`)."""
+    held = frame.scope.env.get(value.value) if isinstance(value, cst.Name) else None
+    return held.fields if isinstance(held, Holds) else {}
 
 
 def _opaque(value) -> bool:

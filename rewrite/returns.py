@@ -74,8 +74,10 @@ class Returned:
 
 
 def _common(facts: list):
-    """The fact every path agrees on: IsTensor when all are, NotNone when all are at least that."""
-    from .values import IS_TENSOR, NOT_NONE, IsTensor, NotNone
+    """The fact every path agrees on: the same Holds, IsTensor when all are, NotNone when all are at least that."""
+    from .values import IS_TENSOR, NOT_NONE, Holds, IsTensor, NotNone
+    if facts and isinstance(facts[0], Holds) and all(f == facts[0] for f in facts):
+        return facts[0]  # a result object that holds an object forward created (rewrite/objects.py)
     if all(isinstance(f, IsTensor) for f in facts):
         return IS_TENSOR
     if all(isinstance(f, NotNone) for f in facts):

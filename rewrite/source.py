@@ -56,7 +56,7 @@ def _parse_file(file: str):
 
 @functools.lru_cache(maxsize=64)
 def _parse_text(text: str):
-    wrapper = MetadataWrapper(cst.parse_module(text))
+    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)  # parsed here: no one else holds it
     index = _FunctionIndex()
     wrapper.visit(index)
     return index.by_line, wrapper.resolve(PositionProvider)

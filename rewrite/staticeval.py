@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import itertools
 import types
 
 import libcst as cst
@@ -16,10 +17,10 @@ import torch
 from torch import nn
 
 from .syntax import MUTATORS, bound_names, target_names
-from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, IsTensor, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
+from .values import (BINOPS, CMPOPS, SAFE_CALLS, Alias, Holds, Instance, IsTensor, ModRef, NotNone, Pack, SizedList, Static, StaticList, TensorConst,
                      Unknown, constant_tensor, is_literal, static_python_value, to_node)
 
-__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items", "NOT_FOLDABLE", "NOT_STATIC"]
+__all__ = ["Method", "Scope", "value_of", "fold", "iteration_items", "NOT_FOLDABLE", "NOT_STATIC", "OBJECTS", "owned"]
 
 # What Python raises when an operation meets values it does not fit, so that the expression does not fold:
 # `x < "a"` or an unhashable key (TypeError), `bool(t)` of a tensor of several values (RuntimeError),
@@ -28,6 +29,20 @@ __all__ = ["Method", "Scope", "value_of", "fold", "iteration_items", "NOT_FOLDAB
 NOT_FOLDABLE = (TypeError, ValueError, LookupError, ArithmeticError, RuntimeError)
 # What `value_of` raises for an expression that is not fixed at conversion time.
 NOT_STATIC = (Unknown,) + NOT_FOLDABLE
+
+# The key in a Scope's shared `state` under which rewrite/objects.py registers the objects forward
+# created: {id(obj): the depth it was created at}. Their attributes forward set are `state[(id(obj), name)]`.
+OBJECTS = "objects created in forward"
+
+
+def owned(scope: "Scope", obj) -> bool:
+    """Whether `obj` is (part of) an object forward created, whose attributes the conversion tracks."""
+    return id(obj) in scope.state.get(OBJECTS, ())
+
+
+def _instance(value, scope: "Scope"):
+    """`value` as an Instance when it holds an object forward created."""
+    return Instance(value.value) if type(value) is Static and owned(scope, value.value) else value
 
 
 class Method:
@@ -59,7 +74,8 @@ class Scope:
         return self.rename.get(name, name)
 
 
-_SAFE_METHOD_OWNERS = (str, tuple, range, dict, frozenset, int, float)
+_SAFE_METHOD_OWNERS = (str, tuple, range, dict, frozenset, int, float, list)
+_MUTATING = MUTATORS | {"sort", "reverse"}  # a list method that changes it never runs at conversion time
 
 
 def _resolve_name(name: str, scope: Scope):
@@ -94,6 +110,8 @@ def _attribute(base, name: str, scope: Scope):
         if static_python_value(obj):
             return Static(obj)
         raise Unknown(name)
+    if isinstance(base, Instance) and (id(base.value), name) in scope.state:
+        return scope.state[(id(base.value), name)]
     if isinstance(base, Static):
         try:
             obj = getattr(base.value, name)
@@ -101,7 +119,7 @@ def _attribute(base, name: str, scope: Scope):
             raise Unknown(name) from None
         if isinstance(obj, torch.Tensor):
             raise Unknown(name)
-        return Static(obj)
+        return _instance(Static(obj), scope)
     raise Unknown(name)
 
 
@@ -247,7 +265,7 @@ def _call(node: cst.Call, scope: Scope):
     if isinstance(func, Static) and isinstance(func.value, types.BuiltinFunctionType | types.MethodType) \
             and getattr(func.value, "__self__", None) is not None \
             and isinstance(func.value.__self__, _SAFE_METHOD_OWNERS) \
-            and func.value.__name__ not in MUTATORS:
+            and func.value.__name__ not in _MUTATING:
         fn = func.value
     elif isinstance(func, Static) and _hashable_in(func.value, SAFE_CALLS):
         fn = func.value
@@ -257,6 +275,15 @@ def _call(node: cst.Call, scope: Scope):
         fn = func.value  # a lookup on configuration: `interface.get_interface(self.config.impl, default)`
     else:
         raise Unknown("call")
+    if isinstance(fn, types.MethodType) and owned(scope, fn.__self__):
+        raise Unknown("a method of an object forward created")  # inlined: it may read run-time attributes
+    if fn in (builtins.getattr, builtins.hasattr) and 2 <= len(node.args) <= 3 and not any(a.star or a.keyword for a in node.args):
+        try:
+            receiver = value_of(node.args[0].value, scope)
+        except Unknown:
+            receiver = None
+        if isinstance(receiver, Instance):
+            return _instance_getattr(fn, receiver, node, scope)
     if fn in (builtins.isinstance, builtins.hasattr) and len(node.args) == 2 and not any(a.star or a.keyword for a in node.args) \
             and isinstance(node.args[0].value, cst.Name) and isinstance(scope.env.get(node.args[0].value.value), IsTensor):
         other = _plain(value_of(node.args[1].value, scope))  # of a plain tensor, known when converting
@@ -280,6 +307,8 @@ def _call(node: cst.Call, scope: Scope):
             kwargs.update(_plain(value_of(arg.value, scope)))
             continue
         value = value_of(arg.value, scope)
+        if isinstance(value, Instance) and not _hashable_in(fn, SAFE_CALLS):
+            raise Unknown("an object forward created, passed to a function")  # inlined, not run now
         if fn is builtins.getattr and isinstance(value, ModRef) and not args:
             args.append(value)
             continue
@@ -302,6 +331,20 @@ def _call(node: cst.Call, scope: Scope):
     return Static(result)
 
 
+def _instance_getattr(fn, receiver: Instance, node: cst.Call, scope: Scope):
+    """`getattr(obj, name[, default])` / `hasattr(obj, name)` on an object forward created: an attribute
+    forward set is read from the conversion's state."""
+    name = _plain(value_of(node.args[1].value, scope))
+    if not isinstance(name, str):
+        raise Unknown("attribute name")
+    present = (id(receiver.value), name) in scope.state or hasattr(receiver.value, name)
+    if fn is builtins.hasattr:
+        return Static(present)
+    if not present and len(node.args) == 3:
+        return value_of(node.args[2].value, scope)
+    return _attribute(receiver, name, scope)
+
+
 def _hashable_in(value, table) -> bool:
     try:
         return value in table
@@ -318,6 +361,9 @@ def value_of(node: cst.BaseExpression, scope: Scope):
     if isinstance(node, cst.ConcatenatedString):  # parts may be f-strings (libcst evaluates those to None)
         return Static(_plain(value_of(node.left, scope)) + _plain(value_of(node.right, scope)))
     if isinstance(node, cst.Attribute):
+        if isinstance(node.value, cst.Name) and isinstance(scope.env.get(node.value.value), Holds) \
+                and node.attr.value in scope.env[node.value.value].fields:
+            return scope.env[node.value.value].fields[node.attr.value]  # `outputs.cache` (rewrite/objects.py)
         return _attribute(value_of(node.value, scope), node.attr.value, scope)
     if isinstance(node, cst.Subscript):
         base = value_of(node.value, scope)
@@ -339,7 +385,7 @@ def value_of(node: cst.BaseExpression, scope: Scope):
             item = _plain(base)[key]
         except NOT_FOLDABLE:
             raise Unknown("index") from None
-        return _computed(item, base)
+        return _instance(_computed(item, base), scope)
     if isinstance(node, cst.Call):
         if isinstance(node.func, cst.Name) and node.func.value == "super":
             receiver = scope.env.get("self")
@@ -473,7 +519,12 @@ def _comprehension(node, scope: Scope) -> list:
         if not isinstance(iterable, Static) or isinstance(iterable.value, torch.Tensor):
             raise Unknown("comprehension over a run-time value")
         try:
-            items = list(iterable.value) if len(iterable.value) <= _MAX_COMPREHENSION else None
+            if isinstance(iterable.value, (zip, enumerate, reversed)) and isinstance(comp.iter, cst.Call):
+                # built afresh by this very evaluation (`zip(cache.is_sliding, cache.is_linear)`): read it whole
+                items = list(itertools.islice(iterable.value, _MAX_COMPREHENSION + 1))
+                items = items if len(items) <= _MAX_COMPREHENSION else None
+            else:
+                items = list(iterable.value) if len(iterable.value) <= _MAX_COMPREHENSION else None
         except TypeError:
             raise Unknown("comprehension") from None
         if items is None:
@@ -591,6 +642,9 @@ def _none_test(left: cst.BaseExpression, right: cst.BaseExpression, scope: Scope
         base = value_of(left.value, scope)
     except NOT_STATIC:
         return None
+    if isinstance(base, Instance) and (id(base.value), left.attr.value) in scope.state:
+        held = scope.state[(id(base.value), left.attr.value)]  # a run-time value forward stored on it
+        return False if isinstance(held, Alias) and held.not_none else None
     if not isinstance(base, ModRef) or not hasattr(base.obj, left.attr.value):
         return None
     return getattr(base.obj, left.attr.value) is None

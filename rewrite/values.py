@@ -9,7 +9,7 @@ import libcst as cst
 import torch
 from torch import nn
 
-__all__ = ["Static", "TensorConst", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "IsTensor", "IS_TENSOR", "StaticList", "SizedList", "Unknown",
+__all__ = ["Static", "Instance", "Holds", "TensorConst", "ModRef", "Alias", "Pack", "NotNone", "NOT_NONE", "IsTensor", "IS_TENSOR", "StaticList", "SizedList", "Unknown",
            "to_node", "is_literal", "constant_tensor", "SAFE_CALLS", "BINOPS", "CMPOPS"]
 
 
@@ -30,6 +30,20 @@ class Static:
 
     def __repr__(self) -> str:
         return f"Static({self.value!r})"
+
+
+class Instance(Static):
+    """A library object created in forward (`cache = DynamicCache(config=self.config)`), built when
+    converting (rewrite/objects.py). Its attributes that hold configuration are read from the object;
+    the ones forward sets to run-time values are variables, looked up in the conversion's state."""
+
+    __slots__ = ()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Instance) and self.value is other.value
+
+    def __repr__(self) -> str:
+        return f"Instance({type(self.value).__name__})"
 
 
 class TensorConst(Static):
@@ -141,6 +155,23 @@ class NotNone:
 
 
 NOT_NONE = NotNone()
+
+
+class Holds(NotNone):
+    """A run-time object built with objects forward created among its arguments (`BaseModelOutputWithPast(
+    last_hidden_state=h, cache=cache)`): the package passes None for them, and `name.cache` reads the
+    object itself when converting (rewrite/objects.py)."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: dict):
+        self.fields = dict(fields)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Holds) and self.fields == other.fields
+
+    def __repr__(self) -> str:
+        return f"Holds({sorted(self.fields)})"
 
 
 class IsTensor(NotNone):

@@ -17,11 +17,12 @@ CORPUS = os.path.join(ROOT, "tests", "corpus")
 # over timm ViT blocks and over transformers' BERT layers, the Mamba mixer's sequential selective
 # scan (a host loop over the time steps), timm's ViT at any image size (padding and position
 # embeddings resampled by shape-determined branches), and greedy generation around LlamaForCausalLM
-# without a cache (a host loop that re-runs the whole prefix and stops at EOS). The ViT's embedding is
+# without a cache (a host loop that re-runs the whole prefix and stops at EOS) and with transformers'
+# DynamicCache (the first step unrolled, then a host loop carrying the cache's tensors). The ViT's embedding is
 # returned unchanged only where `4 == new_size[0] and 4 == new_size[1]`: that region runs at the 4x4 grid
 # alone, which the test pins (dycl/pins.py), so it keeps static dims; its sizes take each of the 3 paths.
 MODELS = {"moe_mixtral": 3, "moe_qwen2": 3, "moe_phimoe": 3, "switch_capacity": 4, "early_exit_vit": 3, "early_exit_bert": 4,
-          "mamba_scan": 4, "vit_dynamic_pad": 3, "greedy_llama": 4}
+          "mamba_scan": 4, "vit_dynamic_pad": 3, "greedy_llama": 4, "greedy_llama_cache": 4}
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -50,13 +51,33 @@ def test_vit_dynamic_pad_at_image_sizes_no_sample_had(converted):
         np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-4, atol=1e-4, err_msg=str(size))
 
 
-def test_greedy_llama_with_dynamic_cache_is_refused(converted):
-    # Feeding only the new token with `past_key_values=DynamicCache(...)`: the cache is a library object
-    # created in forward whose methods update its tensors in place (`cache.update(k, v, layer_idx)`), which
-    # the front end cannot keep as host or region values yet. Refused with a diagnostic, never a package.
-    from rewrite import ConversionError
-    from dycl.convert import StepFailed
+def test_greedy_llama_with_dynamic_cache_carries_the_cache_through_one_host_loop(converted):
+    # `DynamicCache(config=...)` is built when converting; the keys and values its layers grow by torch.cat
+    # are variables (`cache_layers_0_keys`, ...). The first step fills the cache from the prompt (and sets its
+    # `is_initialized`), so it is unrolled; every later step feeds one token through one host loop that
+    # carries the cache's tensors, and `get_seq_length()` reads their shapes.
+    import dycl
+    from rewrite.cfg import Loop, host_nodes
 
-    with pytest.raises((ConversionError, StepFailed)) as info:
-        converted(os.path.join(CORPUS, "greedy_llama_cache.py"), check=20)
-    assert "error:" in str(info.value)
+    path = os.path.join(CORPUS, "greedy_llama_cache.py")
+    result = converted(path, check=20)
+    assert result.check.passed, result.check.failure
+    assert result.check.eta == 0 and result.check.delta <= 1e-4 and result.check.paths >= 4
+    loops = [n for n in host_nodes(result.program.body) if isinstance(n, Loop)]
+    assert len(loops) == 1
+    in_loop = [n.region for n in host_nodes(loops[0].body) if hasattr(n, "region")]
+    carried = {f"cache_layers_{k}_{kind}" for k in (0, 1) for kind in ("keys", "values")}
+    assert carried <= {name for r in in_loop for name in r.inputs}
+    # prompts of every length from 1 to 8 tokens, with early EOS and without
+    import torch
+
+    net = dycl.load(result.out)
+    gen = torch.Generator().manual_seed(11)
+    lengths = set()
+    for k in range(24):
+        ids = torch.randint(4, 48, (1, 1 + k % 8), generator=gen)
+        with torch.no_grad():
+            expected = result.spec.model(ids).numpy()
+        lengths.add(expected.shape[1] - ids.shape[1])
+        assert (net(ids.numpy()) == expected).all(), (ids, expected)
+    assert len(lengths) >= 3 and 6 in lengths, lengths

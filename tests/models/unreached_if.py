@@ -1,5 +1,6 @@
 """Code behind a shape test no size exploration tries passes (the batch is never above 100): no input
-reaches it, and shape tests cannot be forced, so its region has no shapes to export at: [unreached-code].
+reaches it, and forcing the test (the last resort for such code) fails there, since row 100 does not
+exist at the sizes explored; its region has no shapes to export at: [unreached-code].
 """
 import torch
 from torch import nn
@@ -15,7 +16,7 @@ class Fuzzed(nn.Module):
     def forward(self, x):
         h = self.layers[0](x)
         if x.shape[0] > 100:
-            h = torch.tanh(h)
+            h = h + torch.tanh(h[100])
         return h
 
 
