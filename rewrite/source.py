@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import tokenize
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 __all__ = ["FunctionSource", "function_source", "unwrap_transparent"]
 
@@ -34,32 +36,62 @@ class FunctionSource:
         return f"FunctionSource({self.func.__qualname__} in {self.file})"
 
 
-class _FunctionIndex(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
+class _Shifted:
+    """A snippet's node positions, read as positions in its file (the snippet starts `lines` lines later)."""
 
-    def __init__(self):
-        self.by_line: dict[int, cst.FunctionDef] = {}
+    __slots__ = ("positions", "lines")
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        pos = self.get_metadata(PositionProvider, node)
-        self.by_line[pos.start.line] = node
-        for deco in node.decorators:
-            self.by_line[self.get_metadata(PositionProvider, deco).start.line] = node
+    def __init__(self, positions, lines: int):
+        self.positions, self.lines = positions, lines
+
+    def __contains__(self, node) -> bool:
+        return node in self.positions
+
+    def get(self, node, default=None):
+        pos = self.positions.get(node)
+        if pos is None:
+            return default
+        return CodeRange(CodePosition(pos.start.line + self.lines, pos.start.column),
+                         CodePosition(pos.end.line + self.lines, pos.end.column))
+
+    def __getitem__(self, node):
+        pos = self.get(node)
+        if pos is None:
+            raise KeyError(node)
+        return pos
 
 
-def _parse_file(file: str):
-    """The file's functions by line, and node positions; cached by content, so a file rewritten within
-    one mtime tick (a fuzzer, an editor's save) is never served from an older parse."""
+def _parse_function(file: str, first_line: int):
+    """The function (or decorated function) starting at `first_line` of `file`, parsed alone with its
+    positions in the file; None if there is none. Parsing only the function, not its whole module, keeps
+    library code cheap (transformers' modeling files run to thousands of lines). Read fresh each time and
+    cached by content, so a file rewritten within one mtime tick (a fuzzer, an editor's save) is never served
+    from an older parse."""
     with open(file, encoding="utf-8") as fh:
-        return _parse_text(fh.read())
+        lines = fh.read().splitlines(True)
+    if not 0 < first_line <= len(lines):
+        return None
+    try:
+        block = inspect.getblock(lines[first_line - 1:])
+    except (IndentationError, SyntaxError, tokenize.TokenError):
+        return None
+    return _parse_block("".join(block), first_line)
 
 
-@functools.lru_cache(maxsize=64)
-def _parse_text(text: str):
-    wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)  # parsed here: no one else holds it
-    index = _FunctionIndex()
-    wrapper.visit(index)
-    return index.by_line, wrapper.resolve(PositionProvider)
+@functools.lru_cache(maxsize=512)
+def _parse_block(text: str, first_line: int):
+    indented = text[:1] in (" ", "\t")
+    source = "if 1:\n" + text if indented else text  # an indented method parses inside a block, columns kept
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # parsed here: no one else holds it
+    positions = wrapper.resolve(PositionProvider)
+    node = module.body[0].body.body[0] if indented else module.body[0]
+    if not isinstance(node, cst.FunctionDef):
+        return None
+    return node, _Shifted(positions, first_line - 1 - indented)
 
 
 def _transparent(func) -> bool:
@@ -87,8 +119,8 @@ def function_source(func) -> FunctionSource | None:
     file = code.co_filename
     if not file or not os.path.exists(file):
         return None
-    by_line, positions = _parse_file(file)
-    node = by_line.get(code.co_firstlineno)
-    if node is None:
+    parsed = _parse_function(file, code.co_firstlineno)
+    if parsed is None:
         return None
+    node, positions = parsed
     return FunctionSource(func, node, file, positions)
