@@ -22,7 +22,7 @@ from .jumps import Frame, as_tuple, assigned_names, jump_in_loop, splice_returns
 from .returns import Returned, returns_constant
 from .source import FunctionSource, function_source, unwrap_transparent
 from .staticeval import Method, Scope, owned, value_of
-from .walk import find
+from .walk import find, replaced
 from .values import Alias, Instance, IsTensor, ModRef, NotNone, Pack, Static, TensorConst, Unknown
 
 __all__ = ["Inlining", "forward_of"]
@@ -170,16 +170,6 @@ def _closure_globals(func) -> dict:
     return names
 
 
-
-class _Replace(cst.CSTTransformer):
-    def __init__(self, table: dict):
-        super().__init__()
-        self.table = table
-
-    def on_leave(self, original, updated):
-        return self.table.get(original, updated)
-
-
 class Inlining:
     """Mixin of PartialEvaluator: calls that are inlined rather than traced."""
 
@@ -205,7 +195,7 @@ class Inlining:
         if not replacements:
             return expr
 
-        return expr.visit(_Replace(replacements))
+        return replaced(expr, replacements)
 
     def _inline_target(self, call: cst.Call, frame: Frame):
         """(function, owner ModRef or None, defining class) when `call` should be inlined."""

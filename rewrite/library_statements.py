@@ -14,7 +14,7 @@ import libcst as cst
 from .cfg import Jump, Stmt
 from .jumps import Frame
 from .staticeval import value_of
-from .walk import find
+from .walk import find, replaced
 
 __all__ = ["LibraryStatements", "constant_result"]
 
@@ -32,7 +32,7 @@ class LibraryStatements:
         assign = cst.Assign([cst.AssignTarget(named.target)], named.value)
         frame.src.alias(assign, named)
         self.small(assign, frame, out, node)
-        test = node.test.visit(_Replace({named: named.target}))
+        test = replaced(node.test, {named: named.target})
         new = node.with_changes(test=test)
         frame.src.alias(new, node)
         frame.src.alias(test, node.test)
@@ -142,15 +142,6 @@ def _leading_named(test: cst.BaseExpression):
             node = node.left
         else:
             return None
-
-
-class _Replace(cst.CSTTransformer):
-    def __init__(self, table: dict):
-        super().__init__()
-        self.table = table
-
-    def on_leave(self, original, updated):
-        return self.table.get(original, updated)
 
 
 def _conversion_only(lowered: list) -> bool:

@@ -35,7 +35,7 @@ from .cfg import Stmt
 from .jumps import Frame
 from .nonnull import is_tensor, never_none
 from .staticeval import OBJECTS, _plain, value_of
-from .walk import find
+from .walk import find, replaced
 from .values import Alias, Holds, Instance, ModRef, Static, TensorConst
 
 __all__ = ["ForwardObjects"]
@@ -219,7 +219,7 @@ class ForwardObjects:
                     if call is expr:
                         fields[arg.keyword.value] = value
         if replace:
-            expr = expr.visit(_Replace(replace))
+            expr = replaced(expr, replace)
         return expr, fields
 
     def _check_object_uses(self, folded, written, frame: Frame, line) -> None:
@@ -245,10 +245,3 @@ def _value_names(expr) -> list:
     return [n for n in find(expr, cst.Name) if id(n) not in skip]
 
 
-class _Replace(cst.CSTTransformer):
-    def __init__(self, table: dict):
-        super().__init__()
-        self.table = table
-
-    def on_leave(self, original, updated):
-        return self.table.get(original, updated)

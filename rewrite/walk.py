@@ -1,9 +1,9 @@
-"""Collect the nodes of some kinds in a libcst tree, optionally not looking inside others."""
+"""Collect the nodes of some kinds in a libcst tree, optionally not looking inside others; replace nodes."""
 from __future__ import annotations
 
 import libcst as cst
 
-__all__ = ["find"]
+__all__ = ["find", "replaced"]
 
 
 class _Collector(cst.CSTVisitor):
@@ -23,3 +23,17 @@ def find(tree: cst.CSTNode, kinds, stop=()) -> list[cst.CSTNode]:
     collector = _Collector(tuple(kinds) if isinstance(kinds, (list, tuple)) else (kinds,), tuple(stop))
     tree.visit(collector)
     return collector.found
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, table: dict):
+        super().__init__()
+        self.table = table
+
+    def on_leave(self, original, updated):
+        return self.table.get(original, updated)
+
+
+def replaced(tree: cst.CSTNode, table: dict) -> cst.CSTNode:
+    """`tree` with each node that is a key of `table` (by identity of the original) replaced by its value."""
+    return tree.visit(_Replace(table))
