@@ -14,6 +14,8 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ..torch_nan import _names
+
 __all__ = ["repair"]
 
 _MARK = "dycl: TVM empty axis"
@@ -30,7 +32,7 @@ def _constants(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
 
 class _Names:
     def __init__(self, graph: onnx.GraphProto):
-        self.taken = {v for n in graph.node for v in (*n.input, *n.output)} | {v.name for v in graph.input}
+        self.taken = _names(graph)  # initializers, node names and subgraphs' too, as the NaN repairs take them
         self.count = 0
 
     def __call__(self, hint: str) -> str:
