@@ -34,6 +34,7 @@ from torch import nn
 from .cfg import Stmt
 from .jumps import Frame
 from .nonnull import is_tensor, never_none
+from .state import attribute_owner
 from .staticeval import OBJECTS, _plain, value_of
 from .walk import find, replaced
 from .values import Alias, Holds, Instance, ModRef, Static, TensorConst
@@ -181,12 +182,7 @@ class ForwardObjects:
 
     def _instance_of(self, target, frame: Frame):
         """The object forward created that `target` (`self.keys`) sets an attribute of, or None."""
-        if not isinstance(target, cst.Attribute):
-            return None
-        try:
-            owner = value_of(target.value, frame.scope)
-        except Exception:
-            return None
+        owner = attribute_owner(target, frame)
         return owner.value if isinstance(owner, Instance) else None
 
     def _object_error(self, target, frame: Frame, message: str, hint: str, explanation: str = _PATHS) -> None:

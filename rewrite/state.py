@@ -18,7 +18,7 @@ from .jumps import Frame
 from .staticeval import value_of
 from .values import Alias, ModRef, Static, Unknown
 
-__all__ = ["AttributeWrites"]
+__all__ = ["AttributeWrites", "attribute_owner"]
 
 _SIGNATURE_ATTRS = {"dtype", "device", "shape", "ndim"}
 _SIGNATURE_METHODS = {"size", "dim"}
@@ -45,17 +45,23 @@ def _same(old, new) -> bool:
     return False
 
 
+def attribute_owner(target, frame: Frame):
+    """What `target` (`owner.attr`) sets an attribute of, as the conversion knows it; None for other targets
+    or an owner it cannot tell."""
+    if not isinstance(target, cst.Attribute):
+        return None
+    try:
+        return value_of(target.value, frame.scope)
+    except Exception:
+        return None
+
+
 class AttributeWrites:
     """Mixin of PartialEvaluator: `owner.attr = value` where owner is the model or one of its modules."""
 
     def _model_attribute(self, target, frame: Frame):
         """The ModRef that `target` (`self.x`, `self.block.y`) sets an attribute of, or None."""
-        if not isinstance(target, cst.Attribute):
-            return None
-        try:
-            owner = value_of(target.value, frame.scope)
-        except Exception:
-            return None
+        owner = attribute_owner(target, frame)
         return owner if isinstance(owner, ModRef) else None
 
     def _attribute_write(self, node: cst.Assign, frame: Frame, out: list, line) -> bool:
