@@ -164,13 +164,21 @@ def _count_nodes(graph, counts: dict) -> None:
                 _count_nodes(sub, counts)
 
 
-def optimised_counts(onnx_paths: list[str]) -> dict[str, int]:
-    """Ifs, layout reorders and Identities in onnxruntime's level-ALL optimised graphs, subgraphs included."""
+def optimised_counts(onnx_paths: list) -> dict[str, int]:
+    """Ifs, layout reorders and Identities in the graphs onnxruntime runs, subgraphs included: a package's
+    layout variant for this machine as it is, any other graph (a path or a model's bytes) optimised at level ALL."""
     import onnx
+
+    from dycl.backends.onnxruntime import graph_to_run
 
     counts = {"ifs": 0, "reorders": 0, "identities": 0}
     with tempfile.TemporaryDirectory(prefix="dycl-opt-") as tmp:
         for k, path in enumerate(onnx_paths):
+            if isinstance(path, str):
+                graph, optimise = graph_to_run(path)
+                if not optimise:
+                    _count_nodes(onnx.load(graph, load_external_data=False).graph, counts)
+                    continue
             so = ort.SessionOptions()
             so.intra_op_num_threads = 1
             so.log_severity_level = 3

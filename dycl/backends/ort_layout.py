@@ -1,0 +1,363 @@
+"""NCHWc layout across If borders, on onnxruntime's level-ALL optimised graph.
+
+onnxruntime's NCHWc transformer rewrites convolutions into blocked-channel
+kernels (`com.microsoft.nchwc`) and reorders back to plain NCHW wherever a
+value leaves the rewritten stretch. It works one graph at a time, so every If
+branch starts with a `ReorderInput` of the feature map it captures and ends
+with a `ReorderOutput` of what it returns, a pair on the full feature map per
+branch; and a residual `Add` + `Relu` whose second operand comes from outside
+the branch stays unfused, in plain layout.
+
+`cross_borders` post-processes the optimised model so that blocked tensors
+flow across the borders:
+
+- a `ReorderInput` of a value that is itself a `ReorderOutput` of a blocked
+  tensor (in this graph or an enclosing one) is that blocked tensor;
+- an If output that every branch produces blocked (a `ReorderOutput` in the
+  branch, or a copy of an outer value that has a blocked form) becomes
+  blocked, with one `ReorderOutput` after the If for plain consumers;
+- `Add(ReorderOutput(Conv(...)), v)` (+ `Relu`) with `v` blocked becomes the
+  NCHWc Conv's fused sum (and activation), as onnxruntime does inside a graph;
+- global pooling of a value with a blocked form runs blocked.
+
+Only channel counts that are a multiple of 16 (every NCHWc block size) are
+rewritten: there `ReorderInput(ReorderOutput(t))` is `t` exactly; with padded
+channels it is not. Fusing a sum needs both operands' shapes known and equal
+(from shape inference on the portable graph). The result is loaded with
+optimisation disabled, on a machine whose CPU matches the one it was made on.
+"""
+from __future__ import annotations
+
+import itertools
+
+import onnx
+from onnx import helper
+
+__all__ = ["cross_borders"]
+
+NCHWC = "com.microsoft.nchwc"
+_BLOCK_MULTIPLE = 16
+_POOLS = ("GlobalAveragePool", "GlobalMaxPool")
+
+
+def _attr(node, name, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _is(node, op: str, domain: str = NCHWC) -> bool:
+    return node.op_type == op and node.domain == domain
+
+
+def _subgraphs(node):
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            yield a.g
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            yield from a.graphs
+
+
+def _defined(graph) -> list[str]:
+    names = [i.name for i in graph.input] + [t.name for t in graph.initializer]
+    names += [t.values.name for t in graph.sparse_initializer]
+    return names + [o for n in graph.node for o in n.output if o]
+
+
+def _rename_refs(graph, mapping: dict[str, str]) -> None:
+    """Rename references to outer names in `graph` and its subgraphs, except where a graph redefines them."""
+    mapping = {k: v for k, v in mapping.items() if k not in set(_defined(graph))}
+    if not mapping:
+        return
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name in mapping:
+                node.input[i] = mapping[name]
+        for sub in _subgraphs(node):
+            _rename_refs(sub, mapping)
+    for out in graph.output:
+        if out.name in mapping:
+            out.name = mapping[out.name]
+
+
+class _Names:
+    """Fresh names, unique across the whole model."""
+
+    def __init__(self, model):
+        self.taken: set[str] = set()
+        self._collect(model.graph)
+        self._count = itertools.count()
+
+    def _collect(self, graph):
+        self.taken.update(_defined(graph))
+        self.taken.update(o.name for o in graph.output)
+        for node in graph.node:
+            self.taken.update(node.input)
+            for sub in _subgraphs(node):
+                self._collect(sub)
+
+    def fresh(self, hint: str) -> str:
+        name = hint
+        while name in self.taken:
+            name = f"{hint}_{next(self._count)}"
+        self.taken.add(name)
+        return name
+
+
+def _uniquify(graph, seen: set[str], names: _Names) -> None:
+    """Rename each value a subgraph defines that some other graph defines too.
+
+    onnxruntime's optimised dump reuses names such as `reorder_token_0` in every branch, some shadowing an
+    outer initializer; values must be unique for references to cross borders.
+    """
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            clashes = [n for n in _defined(sub) if n in seen]
+            mapping = {n: names.fresh(n) for n in clashes}
+            if mapping:
+                for t in sub.initializer:
+                    t.name = mapping.get(t.name, t.name)
+                for i in sub.input:
+                    i.name = mapping.get(i.name, i.name)
+                for vi in sub.value_info:
+                    vi.name = mapping.get(vi.name, vi.name)
+                for n in sub.node:
+                    for k, name in enumerate(n.input):
+                        n.input[k] = mapping.get(name, name)
+                    for k, name in enumerate(n.output):
+                        n.output[k] = mapping.get(name, name)
+                    for nested in _subgraphs(n):
+                        _rename_refs(nested, mapping)
+                for out in sub.output:
+                    out.name = mapping.get(out.name, out.name)
+            seen.update(_defined(sub))
+            _uniquify(sub, seen, names)
+
+
+class _Rewrite:
+    """One pass over a graph and its subgraphs; `blocked` maps a plain value to (blocked value, channels)."""
+
+    def __init__(self, names: _Names, shapes: dict[str, tuple]):
+        self.names, self.shapes, self.changes = names, shapes, 0
+
+    def graph(self, graph, blocked: dict[str, tuple[str, int]]) -> None:
+        blocked = dict(blocked)
+        substitute: dict[str, str] = {}
+        outputs = {o.name for o in graph.output}
+        uses = _use_counts(graph)
+        nodes = list(graph.node)
+        dropped: set[int] = set()
+        kept: list = []
+        for index, node in enumerate(nodes):
+            if id(node) in dropped:
+                continue
+            for k, name in enumerate(node.input):
+                node.input[k] = substitute.get(name, name)
+            if substitute:
+                for sub in _subgraphs(node):
+                    _rename_refs(sub, substitute)
+            if _is(node, "ReorderOutput") and _attr(node, "channels_last", 0) == 0:
+                channels = _attr(node, "channels", 0)
+                if channels and channels % _BLOCK_MULTIPLE == 0:
+                    blocked[node.output[0]] = (node.input[0], channels)
+            elif node.op_type == "Identity" and node.domain == "" and node.input[0] in blocked:
+                blocked[node.output[0]] = blocked[node.input[0]]
+            elif _is(node, "ReorderInput") and _attr(node, "channels_last", 0) == 0 \
+                    and node.input[0] in blocked and node.output[0] not in outputs:
+                substitute[node.output[0]] = blocked[node.input[0]][0]
+                self.changes += 1
+                continue
+            elif node.op_type in _POOLS and node.domain == "" and node.input[0] in blocked:
+                kept += self._blocked_pool(node, blocked)
+                continue
+            elif node.op_type == "Add" and node.domain == "":
+                relu = next((n for n in nodes[index + 1:] if node.output[0] in n.input), None)
+                fused = self._fused_sum(node, relu, kept, blocked, uses, outputs)
+                if fused is not None:
+                    conv, back = fused
+                    if back.output[0] != node.output[0]:
+                        dropped.add(id(relu))
+                    blocked[back.output[0]] = (conv.output[0], _attr(back, "channels"))
+                    kept += fused
+                    continue
+            for sub in _subgraphs(node):  # If branches; Loop and Scan bodies see captured values only
+                self.graph(sub, blocked)
+            kept.append(node)
+            if node.op_type == "If" and node.domain == "":
+                kept += self._blocked_outputs(node, blocked)
+        del graph.node[:]
+        graph.node.extend(kept)
+
+    def _blocked_pool(self, node, blocked) -> list:
+        source, channels = blocked[node.input[0]]
+        inner = self.names.fresh(node.output[0] + "_nchwc")
+        pool = helper.make_node(node.op_type, [source], [inner], domain=NCHWC)
+        back = helper.make_node("ReorderOutput", [inner], [node.output[0]], domain=NCHWC, channels=channels,
+                                channels_last=0)
+        self.changes += 1
+        return [pool, back]
+
+    def _fused_sum(self, add, relu, kept, blocked, uses, outputs) -> list | None:
+        """`Add(ReorderOutput(Conv(..)), v)` [then `Relu`], `v` blocked: the Conv with sum `v` [and Relu].
+
+        The Conv moves to the Add's place (its sum is defined by then); the old ReorderOutput is left unread.
+        """
+        producers = {o: n for n in kept for o in n.output}
+        for mine, other in ((0, 1), (1, 0)):
+            plain, summand = add.input[mine], add.input[other]
+            reorder = producers.get(plain)
+            if reorder is None or not _is(reorder, "ReorderOutput") or summand not in blocked:
+                continue
+            conv = producers.get(reorder.input[0])
+            if conv is None or not _is(conv, "Conv") or len(conv.input) > 3 or _attr(conv, "activation"):
+                continue
+            source, channels = blocked[summand]
+            if _attr(reorder, "channels") != channels or not self._same_shape(plain, summand) \
+                    or uses.get(reorder.input[0]) != 1 or uses.get(plain) != 1 or plain in outputs:
+                continue
+            with_relu = (relu is not None and relu.op_type == "Relu" and relu.domain == ""
+                         and uses.get(add.output[0]) == 1 and add.output[0] not in outputs)
+            while len(conv.input) < 3:
+                conv.input.append("")
+            conv.input.append(source)
+            if with_relu:
+                conv.attribute.append(helper.make_attribute("activation", "Relu"))
+            result = self.names.fresh(add.output[0] + "_nchwc")
+            conv.output[0] = result
+            kept.remove(conv)
+            kept.remove(reorder)
+            self.changes += 1
+            out = relu.output[0] if with_relu else add.output[0]
+            return [conv, helper.make_node("ReorderOutput", [result], [out], domain=NCHWC, channels=channels,
+                                           channels_last=0)]
+        return None
+
+    def _same_shape(self, a: str, b: str) -> bool:
+        sa, sb = self.shapes.get(a), self.shapes.get(b)
+        return sa is not None and sa == sb and all(d is not None for d in sa)
+
+    def _blocked_outputs(self, node, blocked) -> list:
+        """Make each If output blocked where every branch can return it blocked; plain after a ReorderOutput."""
+        branches = list(_subgraphs(node))
+        after = []
+        for k in range(len(node.output)):
+            forms = [_blocked_form(g, g.output[k].name, blocked) for g in branches]
+            if not all(forms) or len({c for _, c in forms}) != 1:
+                continue
+            for g, (source, _) in zip(branches, forms):
+                out = g.output[k]
+                taken = {o.name for o in g.output} | {i.name for i in g.input}
+                if source not in set(_defined(g)) or source in taken:  # a branch returns a copy of these
+                    copy = self.names.fresh(out.name + "_nchwc")
+                    g.node.append(helper.make_node("Identity", [source], [copy]))
+                    source = copy
+                out.name = source
+                out.type.CopyFrom(helper.make_tensor_type_proto(out.type.tensor_type.elem_type, None))
+            plain, channels = node.output[k], forms[0][1]
+            node.output[k] = self.names.fresh(plain + "_nchwc")
+            after.append(helper.make_node("ReorderOutput", [node.output[k]], [plain], domain=NCHWC,
+                                          channels=channels, channels_last=0))
+            blocked[plain] = (node.output[k], channels)
+            self.changes += 1
+        return after
+
+
+def _use_counts(graph) -> dict[str, int]:
+    """How often each name is read in `graph`: node inputs, references from subgraphs, graph outputs."""
+    counts: dict[str, int] = {}
+
+    def add(name):
+        counts[name] = counts.get(name, 0) + 1
+
+    def visit(g, top):
+        for n in g.node:
+            for name in n.input:
+                add(name)
+            for sub in _subgraphs(n):
+                visit(sub, False)
+        if not top:
+            for o in g.output:
+                add(o.name)
+
+    visit(graph, True)
+    for o in graph.output:
+        add(o.name)
+    return counts
+
+
+def _blocked_form(branch, name: str, blocked: dict) -> tuple[str, int] | None:
+    """The blocked value and channels `branch` can return for its output `name`, or None."""
+    producer = next((n for n in branch.node if name in n.output), None)
+    if producer is None:  # an outer value, returned as it is
+        return blocked.get(name)
+    if _is(producer, "ReorderOutput") and _attr(producer, "channels_last", 0) == 0:
+        channels = _attr(producer, "channels", 0)
+        return (producer.input[0], channels) if channels and channels % _BLOCK_MULTIPLE == 0 else None
+    if producer.op_type == "Identity" and producer.domain == "":
+        return blocked.get(producer.input[0])
+    return None
+
+
+def _prune(graph) -> None:
+    """Drop nodes whose outputs nothing reads (graph outputs and subgraph references count), innermost first."""
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            _prune(sub)
+    while True:
+        read = {o.name for o in graph.output}
+        _reads(graph, read)
+        keep = [n for n in graph.node if any(o in read for o in n.output if o) or not n.output]
+        if len(keep) == len(graph.node):
+            break
+        del graph.node[:]
+        graph.node.extend(keep)
+
+
+def _reads(graph, read: set) -> None:
+    for node in graph.node:
+        read.update(node.input)
+        for sub in _subgraphs(node):
+            read.update(o.name for o in sub.output)
+            _reads(sub, read)
+
+
+def _value_shapes(portable) -> dict[str, tuple]:
+    """Each value's shape in the portable graph, subgraphs included (None for an unknown dim)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(portable)
+    except Exception:  # noqa: BLE001 - no shapes: no sums fused
+        return {}
+    shapes: dict[str, tuple] = {}
+
+    def collect(graph):
+        for vi in list(graph.value_info) + list(graph.input) + list(graph.output):
+            t = vi.type.tensor_type
+            if t.HasField("shape"):
+                shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                                        for d in t.shape.dim)
+        for node in graph.node:
+            for sub in _subgraphs(node):
+                collect(sub)
+
+    collect(inferred.graph)
+    return shapes
+
+
+def cross_borders(optimised, portable) -> int:
+    """Rewrite `optimised` (onnxruntime's level-ALL model of `portable`) in place; the number of rewrites."""
+    names = _Names(optimised)
+    _uniquify(optimised.graph, set(_defined(optimised.graph)), names)
+    rewrite = _Rewrite(names, _value_shapes(portable))
+    rewrite.graph(optimised.graph, {})
+    _prune(optimised.graph)
+    _name_nodes(optimised.graph, itertools.count())
+    return rewrite.changes
+
+
+def _name_nodes(graph, count) -> None:
+    """Node names in graph order: onnxruntime's vary from run to run, and a conversion's files must not."""
+    for node in graph.node:
+        node.name = f"{node.op_type}_{next(count)}"
+        for sub in _subgraphs(node):
+            _name_nodes(sub, count)

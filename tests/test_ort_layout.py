@@ -1,0 +1,184 @@
+"""The onnxruntime layout variant: blocked (NCHWc) tensors across If borders, equal to the portable graph.
+
+Each graph is run on every path (both arms of each If) against onnxruntime's own level-ALL session of the
+portable graph, and the variant's structure is checked: what the pass must rewrite, and what it must leave.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from dycl.backends.onnxruntime import OnnxRuntimeBackend, graph_to_run
+
+NCHWC = "com.microsoft.nchwc"
+RNG = np.random.default_rng(0)
+
+
+def _conv(name: str, source: str, out: str, cin: int, cout: int, inits: list) -> onnx.NodeProto:
+    inits.append(numpy_helper.from_array((RNG.standard_normal((cout, cin, 3, 3)) * 0.2).astype(np.float32), name + "_w"))
+    inits.append(numpy_helper.from_array((RNG.standard_normal(cout) * 0.1).astype(np.float32), name + "_b"))
+    return helper.make_node("Conv", [source, name + "_w", name + "_b"], [out], pads=[1, 1, 1, 1])
+
+
+def _block(k: int, source: str, channels: int, summand: str | None = None, relu: bool = True):
+    """If c{k}: relu(conv(relu(conv(source))) + summand) else source (a copy): a gated basic block."""
+    summand = summand or source
+    inits = []  # the branch's own weights, as dycl's fused graphs hold them (NCHWc needs constant weights)
+    then = [_conv(f"first{k}", source, f"h{k}", channels, channels, inits),
+            helper.make_node("Relu", [f"h{k}"], [f"a{k}"]),
+            _conv(f"second{k}", f"a{k}", f"z{k}", channels, channels, inits),
+            helper.make_node("Add", [f"z{k}", summand], [f"s{k}"])]
+    if relu:
+        then.append(helper.make_node("Relu", [f"s{k}"], [f"r{k}"]))
+    shape = [1, channels, 8, 8]
+    then_graph = helper.make_graph(then, f"then{k}", [],
+                                   [helper.make_tensor_value_info(then[-1].output[0], TensorProto.FLOAT, shape)],
+                                   inits)
+    else_graph = helper.make_graph([helper.make_node("Identity", [source], [f"copy{k}"])], f"else{k}", [],
+                                   [helper.make_tensor_value_info(f"copy{k}", TensorProto.FLOAT, shape)])
+    return helper.make_node("If", [f"c{k}"], [f"x{k}"], then_branch=then_graph, else_branch=else_graph)
+
+
+def _model(tmp_path, channels: int = 16, broadcast: bool = False, relu: bool = True) -> str:
+    """x → conv+relu → two gated residual blocks → (global pool, the feature map)."""
+    inits: list = []
+    nodes = [_conv("stem", "x", "stem", 3, channels, inits), helper.make_node("Relu", ["stem"], ["x0"])]
+    summand = None
+    if broadcast:  # a [1, C, 1, 1] operand, blocked too: a sum the NCHWc Conv cannot take
+        nodes.append(helper.make_node("GlobalAveragePool", ["x0"], ["pooled"]))
+        summand = "pooled"
+    nodes += [_block(1, "x0", channels, summand, relu), _block(2, "x1", channels, relu=relu),
+              helper.make_node("GlobalAveragePool", ["x2"], ["p"])]
+    graph = helper.make_graph(
+        nodes, "gated", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+                         helper.make_tensor_value_info("c1", TensorProto.BOOL, []),
+                         helper.make_tensor_value_info("c2", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, channels, 1, 1]),
+         helper.make_tensor_value_info("x2", TensorProto.FLOAT, [1, channels, 8, 8])], inits,
+        value_info=[helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, channels, 8, 8]) for n in ("x0", "x1")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    path = str(tmp_path / "gated.onnx")
+    onnx.save(model, path)
+    return path
+
+
+def _compiled(tmp_path, src: str):
+    art = str(tmp_path / "regions" / "gated.onnx")
+    (tmp_path / "regions").mkdir(exist_ok=True)
+    backend = OnnxRuntimeBackend()
+    backend.compile(src, art)
+    return backend, art
+
+
+def _assert_same_on_every_path(src: str, call) -> None:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    portable = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    for c1, c2 in itertools.product([False, True], repeat=2):
+        feeds = [x, np.array(c1), np.array(c2)]
+        expected = portable.run(None, dict(zip(["x", "c1", "c2"], feeds)))
+        got = call(feeds)
+        for e, g in zip(expected, got):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5, err_msg=f"path c1={c1} c2={c2}")
+
+
+def _nodes(graph, inside_if: bool = False):
+    for node in graph.node:
+        yield node, inside_if
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _nodes(attr.g, True)
+
+
+def _variant(art: str) -> onnx.ModelProto:
+    graph, optimise = graph_to_run(art)
+    assert not optimise and graph.endswith(".nchwc"), "no layout variant for this machine"
+    return onnx.load(graph, load_external_data=False)
+
+
+def _blocked_machine() -> bool:
+    """Whether onnxruntime uses NCHWc kernels on this CPU at all."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])
+    w = numpy_helper.from_array(np.ones((16, 16, 3, 3), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "probe", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        so.optimized_model_filepath = f"{tmp}/probe.onnx"
+        ort.InferenceSession(helper.make_model(graph).SerializeToString(), so, providers=["CPUExecutionProvider"])
+        return any(n.domain == NCHWC for n in onnx.load(so.optimized_model_filepath).graph.node)
+
+
+pytestmark = pytest.mark.skipif(not _blocked_machine(), reason="onnxruntime has no NCHWc kernels on this CPU")
+
+
+@pytest.mark.parametrize("relu", [True, False])
+def test_blocked_tensors_cross_if_borders(tmp_path, relu):
+    src = _model(tmp_path, relu=relu)
+    backend, art = _compiled(tmp_path, src)
+    variant = _variant(art)
+    nodes = list(_nodes(variant.graph))
+    assert not [n for n, inside in nodes if inside and n.op_type == "ReorderInput"], "a border still reorders"
+    sums = [n for n, inside in nodes if inside and n.domain == NCHWC and n.op_type == "Conv" and len(n.input) == 4]
+    assert len(sums) == 2, "the residual Add is not the NCHWc Conv's sum"
+    activations = [helper.get_attribute_value(a) for n in sums for a in n.attribute if a.name == "activation"]
+    assert activations == ([b"Relu", b"Relu"] if relu else [])
+    # one ReorderOutput for the graph's plain output, one for the pooled one: no full reorder per border
+    assert sum(n.op_type == "ReorderOutput" for n, _ in nodes) == 2
+    assert not [n for n, _ in nodes if n.domain == "" and n.op_type in ("Add", "Relu")]
+    _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+
+
+def test_variant_is_deterministic(tmp_path):
+    src = _model(tmp_path)
+    files = []
+    for k in range(2):
+        art = str(tmp_path / f"regions{k}" / "gated.onnx")
+        (tmp_path / f"regions{k}").mkdir()
+        OnnxRuntimeBackend().compile(src, art)
+        files.append([open(p, "rb").read() for p in OnnxRuntimeBackend.files(art)])
+    assert len(files[0]) == 5 and files[0] == files[1]
+
+
+def test_padded_channels_are_left_alone(tmp_path):
+    """12 channels pad to a block: a reorder round trip is not the identity there, so nothing crosses."""
+    src = _model(tmp_path, channels=12)
+    backend, art = _compiled(tmp_path, src)
+    graph, optimise = graph_to_run(art)
+    assert optimise and graph == art, "a layout variant was written for padded channels"
+    _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+
+
+def test_broadcast_sum_is_not_fused(tmp_path):
+    src = _model(tmp_path, broadcast=True)
+    backend, art = _compiled(tmp_path, src)
+    variant = _variant(art)
+    first_then = next(n for n in variant.graph.node if n.op_type == "If").attribute
+    branch = next(a.g for a in first_then if a.name == "then_branch")
+    assert any(n.op_type == "Add" for n in branch.node), "a broadcasting Add was fused into a Conv's sum"
+    _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+
+
+def test_another_machine_gets_the_portable_graph(tmp_path):
+    src = _model(tmp_path)
+    backend, art = _compiled(tmp_path, src)
+    key_path = art[:-len(".onnx")] + ".nchwc.json"
+    with open(key_path, encoding="utf-8") as fh:
+        key = json.load(fh)
+    assert key["cpu"] and key["onnxruntime"] == ort.__version__
+    key["cpu"] = [f for f in key["cpu"] if not f.startswith("AVX512")] or ["NONE"]
+    with open(key_path, "w", encoding="utf-8") as fh:
+        json.dump(key, fh)
+    assert graph_to_run(art) == (art, True)
+    _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+    assert set(OnnxRuntimeBackend.files(art)) >= {art, art[:-5] + ".nchwc", key_path}
