@@ -169,6 +169,47 @@ def test_broadcast_sum_is_not_fused(tmp_path):
     _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
 
 
+def _guarded(tmp_path, plain_reader: bool) -> str:
+    """x0 → If c1: -x0 (plain) else x0 (blocked) → conv: a guard whose rare arm computes in plain layout."""
+    inits: list = []
+    nodes = [_conv("stem", "x", "stem", 3, 16, inits), helper.make_node("Relu", ["stem"], ["x0"])]
+    shape = [1, 16, 8, 8]
+    then = helper.make_graph([helper.make_node("Neg", ["x0"], ["neg"])], "then", [],
+                             [helper.make_tensor_value_info("neg", TensorProto.FLOAT, shape)])
+    other = helper.make_graph([helper.make_node("Identity", ["x0"], ["copy"])], "else", [],
+                              [helper.make_tensor_value_info("copy", TensorProto.FLOAT, shape)])
+    nodes += [helper.make_node("If", ["c1"], ["x1"], then_branch=then, else_branch=other),
+              _conv("head", "x1", "y", 16, 16, inits), helper.make_node("GlobalAveragePool", ["y"], ["p"])]
+    outputs = [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 16, 1, 1])]
+    if plain_reader:
+        nodes.append(helper.make_node("Sigmoid", ["x1"], ["plain"]))
+        outputs.append(helper.make_tensor_value_info("plain", TensorProto.FLOAT, shape))
+    graph = helper.make_graph(
+        nodes, "guarded", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+                           helper.make_tensor_value_info("c1", TensorProto.BOOL, []),
+                           helper.make_tensor_value_info("c2", TensorProto.BOOL, [])], outputs, inits,
+        value_info=[helper.make_tensor_value_info("x1", TensorProto.FLOAT, shape)])
+    path = str(tmp_path / "guarded.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("plain_reader", [False, True])
+def test_arms_without_a_blocked_form_reorder_themselves(tmp_path, plain_reader):
+    """Only where nothing after the If reads its output plain: else both arms would pay a reorder."""
+    src = _guarded(tmp_path, plain_reader)
+    backend, art = _compiled(tmp_path, src)
+    graph, optimise = graph_to_run(art)
+    if plain_reader:
+        assert optimise, "the If's output is read plain: the arms must stay as they are"
+    else:
+        variant = _variant(art)
+        nodes = list(_nodes(variant.graph))
+        reorders = [(n.op_type, inside) for n, inside in nodes if n.op_type.startswith("Reorder")]
+        assert reorders.count(("ReorderInput", True)) == 1 and ("ReorderInput", False) not in reorders
+    _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+
+
 def test_another_machine_gets_the_portable_graph(tmp_path):
     src = _model(tmp_path)
     backend, art = _compiled(tmp_path, src)

@@ -185,7 +185,7 @@ class _Rewrite:
                 self.graph(sub, blocked)
             kept.append(node)
             if node.op_type == "If" and node.domain == "":
-                kept += self._blocked_outputs(node, blocked)
+                kept += self._blocked_outputs(node, blocked, nodes[index + 1:], outputs)
         del graph.node[:]
         graph.node.extend(kept)
 
@@ -237,16 +237,29 @@ class _Rewrite:
         sa, sb = self.shapes.get(a), self.shapes.get(b)
         return sa is not None and sa == sb and all(d is not None for d in sa)
 
-    def _blocked_outputs(self, node, blocked) -> list:
-        """Make each If output blocked where every branch can return it blocked; plain after a ReorderOutput."""
+    def _blocked_outputs(self, node, blocked, rest: list, outputs: set) -> list:
+        """Make each If output blocked where its branches can return it so; plain after a ReorderOutput.
+
+        Where only some branches have it blocked, the others reorder it themselves, if nothing after the If
+        reads it but reorders: they pay the reorder the reader paid, and the blocked branches save theirs.
+        """
         branches = list(_subgraphs(node))
         after = []
         for k in range(len(node.output)):
             forms = [_blocked_form(g, g.output[k].name, blocked) for g in branches]
-            if not all(forms) or len({c for _, c in forms}) != 1:
+            channels = {c for form in forms if form for _, c in [form]}
+            if len(channels) != 1:
                 continue
-            for g, (source, _) in zip(branches, forms):
+            if not all(forms) and not _only_reordered(node.output[k], rest, outputs):
+                continue
+            for g, form in zip(branches, forms):
                 out = g.output[k]
+                if form is None:
+                    source = self.names.fresh(out.name + "_nchwc")
+                    g.node.append(helper.make_node("ReorderInput", [out.name], [source], domain=NCHWC,
+                                                   channels_last=0))
+                else:
+                    source = form[0]
                 taken = {o.name for o in g.output} | {i.name for i in g.input}
                 if source not in set(_defined(g)) or source in taken:  # a branch returns a copy of these
                     copy = self.names.fresh(out.name + "_nchwc")
@@ -254,13 +267,30 @@ class _Rewrite:
                     source = copy
                 out.name = source
                 out.type.CopyFrom(helper.make_tensor_type_proto(out.type.tensor_type.elem_type, None))
-            plain, channels = node.output[k], forms[0][1]
+            plain, (channels,) = node.output[k], channels
             node.output[k] = self.names.fresh(plain + "_nchwc")
             after.append(helper.make_node("ReorderOutput", [node.output[k]], [plain], domain=NCHWC,
                                           channels=channels, channels_last=0))
             blocked[plain] = (node.output[k], channels)
             self.changes += 1
         return after
+
+
+def _only_reordered(name: str, rest: list, outputs: set) -> bool:
+    """Whether every read of `name` in `rest` (subgraphs included) is a ReorderInput to NCHWc."""
+    if name in outputs:
+        return False
+
+    def fine(nodes) -> bool:
+        for n in nodes:
+            if name in n.input and not (_is(n, "ReorderInput") and _attr(n, "channels_last", 0) == 0):
+                return False
+            for sub in _subgraphs(n):
+                if name in {o.name for o in sub.output} or not fine(sub.node):
+                    return False
+        return True
+
+    return fine(rest)
 
 
 def _use_counts(graph) -> dict[str, int]:
