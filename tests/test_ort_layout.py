@@ -36,13 +36,20 @@ def _block(k: int, source: str, channels: int, summand: str | None = None, relu:
             helper.make_node("Add", [f"z{k}", summand], [f"s{k}"])]
     if relu:
         then.append(helper.make_node("Relu", [f"s{k}"], [f"r{k}"]))
+    out = then[-1].output[0]
+    # a SkipNet gate on the block's output: a 1x1 map that convolves on, blocked
+    then += [helper.make_node("GlobalAveragePool", [out], [f"pool{k}"]),
+             _conv(f"gate{k}", f"pool{k}", f"gate{k}", channels, channels, inits)]
     shape = [1, channels, 8, 8]
-    then_graph = helper.make_graph(then, f"then{k}", [],
-                                   [helper.make_tensor_value_info(then[-1].output[0], TensorProto.FLOAT, shape)],
-                                   inits)
-    else_graph = helper.make_graph([helper.make_node("Identity", [source], [f"copy{k}"])], f"else{k}", [],
-                                   [helper.make_tensor_value_info(f"copy{k}", TensorProto.FLOAT, shape)])
-    return helper.make_node("If", [f"c{k}"], [f"x{k}"], then_branch=then_graph, else_branch=else_graph)
+    outputs = [helper.make_tensor_value_info(out, TensorProto.FLOAT, shape),
+               helper.make_tensor_value_info(f"gate{k}", TensorProto.FLOAT, [1, channels, 1, 1])]
+    then_graph = helper.make_graph(then, f"then{k}", [], outputs, inits)
+    else_graph = helper.make_graph(
+        [helper.make_node("Identity", [source], [f"copy{k}"]), helper.make_node("Neg", [source], [f"neg{k}"]),
+         helper.make_node("ReduceMean", [f"neg{k}"], [f"mean{k}"], axes=[2, 3])], f"else{k}", [],
+        [helper.make_tensor_value_info(f"copy{k}", TensorProto.FLOAT, shape),
+         helper.make_tensor_value_info(f"mean{k}", TensorProto.FLOAT, [1, channels, 1, 1])])
+    return helper.make_node("If", [f"c{k}"], [f"x{k}", f"g{k}"], then_branch=then_graph, else_branch=else_graph)
 
 
 def _model(tmp_path, channels: int = 16, broadcast: bool = False, relu: bool = True) -> str:
@@ -60,7 +67,8 @@ def _model(tmp_path, channels: int = 16, broadcast: bool = False, relu: bool = T
                          helper.make_tensor_value_info("c1", TensorProto.BOOL, []),
                          helper.make_tensor_value_info("c2", TensorProto.BOOL, [])],
         [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, channels, 1, 1]),
-         helper.make_tensor_value_info("x2", TensorProto.FLOAT, [1, channels, 8, 8])], inits,
+         helper.make_tensor_value_info("x2", TensorProto.FLOAT, [1, channels, 8, 8]),
+         *(helper.make_tensor_value_info(g, TensorProto.FLOAT, [1, channels, 1, 1]) for g in ("g1", "g2"))], inits,
         value_info=[helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, channels, 8, 8]) for n in ("x0", "x1")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
@@ -133,8 +141,9 @@ def test_blocked_tensors_cross_if_borders(tmp_path, relu):
     assert len(sums) == 2, "the residual Add is not the NCHWc Conv's sum"
     activations = [helper.get_attribute_value(a) for n in sums for a in n.attribute if a.name == "activation"]
     assert activations == ([b"Relu", b"Relu"] if relu else [])
-    # one ReorderOutput for the graph's plain output, one for the pooled one: no full reorder per border
-    assert sum(n.op_type == "ReorderOutput" for n, _ in nodes) == 2
+    # the graph's outputs (its pool, its map, each gate) and x1 for the skip arm's plain Neg: no reorder of a
+    # full map per border, and the pooled map a gate convolves stays blocked
+    assert [n.op_type == "ReorderOutput" for n, _ in nodes].count(True) == 6
     assert not [n for n, _ in nodes if n.domain == "" and n.op_type in ("Add", "Relu")]
     _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
 

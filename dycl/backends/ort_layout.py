@@ -169,7 +169,9 @@ class _Rewrite:
                 self.changes += 1
                 continue
             elif node.op_type in _POOLS and node.domain == "" and node.input[0] in blocked:
-                kept += self._blocked_pool(node, blocked)
+                pool, back = self._blocked_pool(node, blocked)
+                blocked[back.output[0]] = (pool.output[0], _attr(back, "channels"))
+                kept += [pool, back]
                 continue
             elif node.op_type == "Add" and node.domain == "":
                 relu = next((n for n in nodes[index + 1:] if node.output[0] in n.input), None)
