@@ -219,6 +219,56 @@ def test_arms_without_a_blocked_form_reorder_themselves(tmp_path, plain_reader):
     _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
 
 
+def _fusion(tmp_path, scale: float, mode: str = "nearest") -> str:
+    """RANet's fusion in a branch: conv(concat(a, resize(b))), a and b blocked maps from outside."""
+    inits: list = []
+    nodes = [_conv("a", "x", "a0", 3, 16, inits), helper.make_node("Relu", ["a0"], ["a"]),
+             helper.make_node("MaxPool", ["a"], ["small"], kernel_shape=[2, 2], strides=[2, 2]),
+             _conv("b", "small", "b", 16, 16, inits)]
+    branch: list = []
+    attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric" if mode == "nearest" else "half_pixel"}
+    if mode == "nearest":
+        attrs["nearest_mode"] = "floor"
+    then = [helper.make_node("Resize", ["b", "", "scales"], ["up"], **attrs),
+            helper.make_node("Concat", ["a", "up"] if scale == 2 else ["up", "up"], ["cat"], axis=1),
+            _conv("fuse", "cat", "fused", 32, 16, branch)]
+    branch.append(numpy_helper.from_array(np.array([1, 1, scale, scale], np.float32), "scales"))
+    shape = [1, 16, 8, 8] if scale == 2 else None
+    then_graph = helper.make_graph(then, "then", [], [helper.make_tensor_value_info("fused", TensorProto.FLOAT, shape)],
+                                   branch)
+    else_graph = helper.make_graph([helper.make_node("Identity", ["b"], ["copy"])], "else", [],
+                                   [helper.make_tensor_value_info("copy", TensorProto.FLOAT, None)])
+    nodes += [helper.make_node("If", ["c1"], ["y"], then_branch=then_graph, else_branch=else_graph),
+              helper.make_node("GlobalAveragePool", ["y"], ["p"])]
+    graph = helper.make_graph(
+        nodes, "fusion", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+                          helper.make_tensor_value_info("c1", TensorProto.BOOL, []),
+                          helper.make_tensor_value_info("c2", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 16, 1, 1])], inits)
+    path = str(tmp_path / "fusion.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_concat_and_resize_run_blocked(tmp_path, mode):
+    src = _fusion(tmp_path, 2, mode)
+    backend, art = _compiled(tmp_path, src)
+    nodes = [n for n, inside in _nodes(_variant(art).graph) if inside]
+    assert [n.op_type for n in nodes if n.domain == NCHWC] == ["Upsample", "Conv"]
+    assert sorted(n.op_type for n in nodes if n.domain == "") == ["Concat", "Identity"]
+    _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+
+
+def test_fractional_resize_stays_plain(tmp_path):
+    src = _fusion(tmp_path, 1.5)
+    backend, art = _compiled(tmp_path, src)
+    graph, _ = graph_to_run(art)
+    branch = [n for n, inside in _nodes(onnx.load(graph, load_external_data=False).graph) if inside]
+    assert "Resize" in [n.op_type for n in branch if n.domain == ""]
+    _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+
+
 def test_another_machine_gets_the_portable_graph(tmp_path):
     src = _model(tmp_path)
     backend, art = _compiled(tmp_path, src)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 __all__ = ["cross_borders"]
 
@@ -141,8 +141,9 @@ class _Rewrite:
     def __init__(self, names: _Names, shapes: dict[str, tuple]):
         self.names, self.shapes, self.changes = names, shapes, 0
 
-    def graph(self, graph, blocked: dict[str, tuple[str, int]]) -> None:
+    def graph(self, graph, blocked: dict[str, tuple[str, int]], constants: dict | None = None) -> None:
         blocked = dict(blocked)
+        constants = {**(constants or {}), **{t.name: t for t in graph.initializer}}
         substitute: dict[str, str] = {}
         outputs = {o.name for o in graph.output}
         uses = _use_counts(graph)
@@ -168,37 +169,69 @@ class _Rewrite:
                 substitute[node.output[0]] = blocked[node.input[0]][0]
                 self.changes += 1
                 continue
-            elif node.op_type in _POOLS and node.domain == "" and node.input[0] in blocked:
-                pool, back = self._blocked_pool(node, blocked)
-                blocked[back.output[0]] = (pool.output[0], _attr(back, "channels"))
-                kept += [pool, back]
-                continue
-            elif node.op_type == "Add" and node.domain == "":
+            made = None
+            if node.domain == "" and node.op_type in _POOLS and node.input[0] in blocked:
+                source, channels = blocked[node.input[0]]
+                made = self._back(node.op_type, [source], node.output[0], channels)
+            elif node.domain == "" and node.op_type == "Concat":
+                made = self._blocked_concat(node, blocked)
+            elif node.domain == "" and node.op_type == "Resize":
+                made = self._blocked_resize(node, blocked, constants)
+            elif node.domain == "" and node.op_type == "Add":
                 relu = next((n for n in nodes[index + 1:] if node.output[0] in n.input), None)
-                fused = self._fused_sum(node, relu, kept, blocked, uses, outputs)
-                if fused is not None:
-                    conv, back = fused
-                    if back.output[0] != node.output[0]:
-                        dropped.add(id(relu))
-                    blocked[back.output[0]] = (conv.output[0], _attr(back, "channels"))
-                    kept += fused
-                    continue
+                made = self._fused_sum(node, relu, kept, blocked, uses, outputs)
+                if made is not None and made[1].output[0] != node.output[0]:
+                    dropped.add(id(relu))
+            if made is not None:  # [the op on blocked tensors, a ReorderOutput to the plain value it replaces]
+                op, back = made
+                blocked[back.output[0]] = (op.output[0], _attr(back, "channels"))
+                kept += made
+                continue
             for sub in _subgraphs(node):  # If branches; Loop and Scan bodies see captured values only
-                self.graph(sub, blocked)
+                self.graph(sub, blocked, constants)
             kept.append(node)
             if node.op_type == "If" and node.domain == "":
                 kept += self._blocked_outputs(node, blocked, nodes[index + 1:], outputs)
         del graph.node[:]
         graph.node.extend(kept)
 
-    def _blocked_pool(self, node, blocked) -> list:
-        source, channels = blocked[node.input[0]]
-        inner = self.names.fresh(node.output[0] + "_nchwc")
-        pool = helper.make_node(node.op_type, [source], [inner], domain=NCHWC)
-        back = helper.make_node("ReorderOutput", [inner], [node.output[0]], domain=NCHWC, channels=channels,
-                                channels_last=0)
+    def _back(self, op_type: str, inputs: list, plain: str, channels: int, **attrs) -> list:
+        """`op_type` on blocked inputs, then a ReorderOutput to the plain value `plain` it replaces."""
+        inner = self.names.fresh(plain + "_nchwc")
+        domain = "" if op_type == "Concat" else NCHWC
         self.changes += 1
-        return [pool, back]
+        return [helper.make_node(op_type, inputs, [inner], domain=domain, **attrs),
+                helper.make_node("ReorderOutput", [inner], [plain], domain=NCHWC, channels=channels, channels_last=0)]
+
+    def _blocked_concat(self, node, blocked) -> list | None:
+        """A channel Concat of blocked maps whose channels fill whole blocks: the Concat of the blocks."""
+        if _attr(node, "axis") not in (1, -3) or not all(i in blocked for i in node.input):
+            return None
+        channels = sum(blocked[i][1] for i in node.input)
+        return self._back("Concat", [blocked[i][0] for i in node.input], node.output[0], channels, axis=1)
+
+    def _blocked_resize(self, node, blocked, constants) -> list | None:
+        """Resize by whole spatial factors, as onnxruntime's NCHWc Upsample runs it (nearest asymmetric floor,
+        or linear half-pixel); anything else stays plain."""
+        if node.input[0] not in blocked or len(node.input) != 3 or node.input[1] \
+                or _attr(node, "antialias", 0) or _attr(node, "exclude_outside", 0):
+            return None
+        mode = _attr(node, "mode", b"nearest").decode()
+        transform = _attr(node, "coordinate_transformation_mode", b"half_pixel").decode()
+        if (mode, transform) == ("nearest", "asymmetric"):
+            if _attr(node, "nearest_mode", b"round_prefer_floor") != b"floor":
+                return None
+        elif (mode, transform) != ("linear", "half_pixel"):
+            return None
+        scales = constants.get(node.input[2])
+        if scales is None:
+            return None
+        factors = numpy_helper.to_array(scales).tolist()
+        if len(factors) != 4 or factors[:2] != [1.0, 1.0] or any(f < 1 or f != int(f) for f in factors):
+            return None
+        source, channels = blocked[node.input[0]]
+        return self._back("Upsample", [source], node.output[0], channels, scales=[int(f) for f in factors],
+                          mode=mode, coordinate_transformation_mode=transform)
 
     def _fused_sum(self, add, relu, kept, blocked, uses, outputs) -> list | None:
         """`Add(ReorderOutput(Conv(..)), v)` [then `Relu`], `v` blocked: the Conv with sum `v` [and Relu].
