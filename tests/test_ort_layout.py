@@ -269,6 +269,51 @@ def test_fractional_resize_stays_plain(tmp_path):
     _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
 
 
+def _nan_guarded_pool(tmp_path) -> str:
+    """torch_nan's MaxPool guard: pool plainly unless the map's total is NaN, then put NaN where torch does."""
+    inits: list = [numpy_helper.from_array(np.array(np.nan, np.float32), "nan")]
+    pool = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    nodes = [_conv("stem", "x", "stem", 3, 16, inits), helper.make_node("Relu", ["stem"], ["x0"]),
+             helper.make_node("MaxPool", ["x0"], ["pooled"], **pool),
+             helper.make_node("ReduceSum", ["x0"], ["total"], keepdims=0),
+             helper.make_node("IsNaN", ["total"], ["any_nan"])]
+    then = helper.make_graph(
+        [helper.make_node("IsNaN", ["x0"], ["isnan"]), helper.make_node("Cast", ["isnan"], ["isnan_f"], to=1),
+         helper.make_node("MaxPool", ["isnan_f"], ["saw"], **pool),
+         helper.make_node("Cast", ["saw"], ["saw_b"], to=TensorProto.BOOL),
+         helper.make_node("Where", ["saw_b", "nan", "pooled"], ["exact"])], "then", [],
+        [helper.make_tensor_value_info("exact", TensorProto.FLOAT, [1, 16, 4, 4])])
+    other = helper.make_graph([helper.make_node("Identity", ["pooled"], ["plain"])], "else", [],
+                              [helper.make_tensor_value_info("plain", TensorProto.FLOAT, [1, 16, 4, 4])])
+    nodes += [helper.make_node("If", ["any_nan"], ["y"], then_branch=then, else_branch=other),
+              _conv("head", "y", "z", 16, 16, inits), helper.make_node("GlobalAveragePool", ["z"], ["p"])]
+    graph = helper.make_graph(nodes, "nan_guard", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 16, 1, 1])], inits,
+                              value_info=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 4, 4])])
+    path = str(tmp_path / "nan_guard.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_nan_guard_tests_the_blocked_map_and_only_its_rare_arm_reorders(tmp_path):
+    src = _nan_guarded_pool(tmp_path)
+    backend, art = _compiled(tmp_path, src)
+    top = _variant(art).graph
+    assert next(n for n in top.node if n.op_type == "ReduceSum").input[0] not in {"x0"}, "the guard reorders"
+    assert [n.op_type for n in top.node if n.domain == NCHWC] == ["Conv", "MaxPool", "Conv", "GlobalAveragePool",
+                                                                   "ReorderOutput"]
+    so = ort.SessionOptions()
+    portable = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+    call = backend.load(art, str(tmp_path))
+    for poison in (None, (0, 1, 2, 3), (0, 2, 7, 7)):  # no NaN; NaN in the map (ReLU keeps NaN) at two places
+        x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+        if poison:
+            x[poison] = np.nan
+        expected, got = portable.run(None, {"x": x}), call([x])
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-5, equal_nan=True)
+        assert np.isnan(got[0]).any() == bool(poison)
+
+
 def test_another_machine_gets_the_portable_graph(tmp_path):
     src = _model(tmp_path)
     backend, art = _compiled(tmp_path, src)

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import itertools
 
-import onnx
 from onnx import helper, numpy_helper
+
+from .ort_graph import (Names, all_reads, attr, defined, name_nodes, prune, rename_refs, subgraphs, uniquify,
+                        use_counts, value_shapes)
 
 __all__ = ["cross_borders"]
 
@@ -40,105 +42,14 @@ _BLOCK_MULTIPLE = 16
 _POOLS = ("GlobalAveragePool", "GlobalMaxPool")
 
 
-def _attr(node, name, default=None):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
 def _is(node, op: str, domain: str = NCHWC) -> bool:
     return node.op_type == op and node.domain == domain
-
-
-def _subgraphs(node):
-    for a in node.attribute:
-        if a.type == onnx.AttributeProto.GRAPH:
-            yield a.g
-        elif a.type == onnx.AttributeProto.GRAPHS:
-            yield from a.graphs
-
-
-def _defined(graph) -> list[str]:
-    names = [i.name for i in graph.input] + [t.name for t in graph.initializer]
-    names += [t.values.name for t in graph.sparse_initializer]
-    return names + [o for n in graph.node for o in n.output if o]
-
-
-def _rename_refs(graph, mapping: dict[str, str]) -> None:
-    """Rename references to outer names in `graph` and its subgraphs, except where a graph redefines them."""
-    mapping = {k: v for k, v in mapping.items() if k not in set(_defined(graph))}
-    if not mapping:
-        return
-    for node in graph.node:
-        for i, name in enumerate(node.input):
-            if name in mapping:
-                node.input[i] = mapping[name]
-        for sub in _subgraphs(node):
-            _rename_refs(sub, mapping)
-    for out in graph.output:
-        if out.name in mapping:
-            out.name = mapping[out.name]
-
-
-class _Names:
-    """Fresh names, unique across the whole model."""
-
-    def __init__(self, model):
-        self.taken: set[str] = set()
-        self._collect(model.graph)
-        self._count = itertools.count()
-
-    def _collect(self, graph):
-        self.taken.update(_defined(graph))
-        self.taken.update(o.name for o in graph.output)
-        for node in graph.node:
-            self.taken.update(node.input)
-            for sub in _subgraphs(node):
-                self._collect(sub)
-
-    def fresh(self, hint: str) -> str:
-        name = hint
-        while name in self.taken:
-            name = f"{hint}_{next(self._count)}"
-        self.taken.add(name)
-        return name
-
-
-def _uniquify(graph, seen: set[str], names: _Names) -> None:
-    """Rename each value a subgraph defines that some other graph defines too.
-
-    onnxruntime's optimised dump reuses names such as `reorder_token_0` in every branch, some shadowing an
-    outer initializer; values must be unique for references to cross borders.
-    """
-    for node in graph.node:
-        for sub in _subgraphs(node):
-            clashes = [n for n in _defined(sub) if n in seen]
-            mapping = {n: names.fresh(n) for n in clashes}
-            if mapping:
-                for t in sub.initializer:
-                    t.name = mapping.get(t.name, t.name)
-                for i in sub.input:
-                    i.name = mapping.get(i.name, i.name)
-                for vi in sub.value_info:
-                    vi.name = mapping.get(vi.name, vi.name)
-                for n in sub.node:
-                    for k, name in enumerate(n.input):
-                        n.input[k] = mapping.get(name, name)
-                    for k, name in enumerate(n.output):
-                        n.output[k] = mapping.get(name, name)
-                    for nested in _subgraphs(n):
-                        _rename_refs(nested, mapping)
-                for out in sub.output:
-                    out.name = mapping.get(out.name, out.name)
-            seen.update(_defined(sub))
-            _uniquify(sub, seen, names)
 
 
 class _Rewrite:
     """One pass over a graph and its subgraphs; `blocked` maps a plain value to (blocked value, channels)."""
 
-    def __init__(self, names: _Names, shapes: dict[str, tuple]):
+    def __init__(self, names: Names, shapes: dict[str, tuple]):
         self.names, self.shapes, self.changes = names, shapes, 0
 
     def graph(self, graph, blocked: dict[str, tuple[str, int]], constants: dict | None = None) -> None:
@@ -146,7 +57,7 @@ class _Rewrite:
         constants = {**(constants or {}), **{t.name: t for t in graph.initializer}}
         substitute: dict[str, str] = {}
         outputs = {o.name for o in graph.output}
-        uses = _use_counts(graph)
+        uses = use_counts(graph)
         nodes = list(graph.node)
         dropped: set[int] = set()
         kept: list = []
@@ -156,19 +67,25 @@ class _Rewrite:
             for k, name in enumerate(node.input):
                 node.input[k] = substitute.get(name, name)
             if substitute:
-                for sub in _subgraphs(node):
-                    _rename_refs(sub, substitute)
-            if _is(node, "ReorderOutput") and _attr(node, "channels_last", 0) == 0:
-                channels = _attr(node, "channels", 0)
+                for sub in subgraphs(node):
+                    rename_refs(sub, substitute)
+            if _is(node, "ReorderOutput") and attr(node, "channels_last", 0) == 0:
+                channels = attr(node, "channels", 0)
                 if channels and channels % _BLOCK_MULTIPLE == 0:
                     blocked[node.output[0]] = (node.input[0], channels)
             elif node.op_type == "Identity" and node.domain == "" and node.input[0] in blocked:
                 blocked[node.output[0]] = blocked[node.input[0]]
-            elif _is(node, "ReorderInput") and _attr(node, "channels_last", 0) == 0 \
+            elif _is(node, "ReorderInput") and attr(node, "channels_last", 0) == 0 \
                     and node.input[0] in blocked and node.output[0] not in outputs:
                 substitute[node.output[0]] = blocked[node.input[0]][0]
                 self.changes += 1
                 continue
+            elif node.domain == "" and node.op_type == "ReduceSum" and len(node.input) == 1 \
+                    and node.input[0] in blocked and attr(node, "keepdims", 1) == 0 \
+                    and _only_read_by(node.output[0], nodes[index + 1:], outputs, _nan_test):
+                # a NaN guard's total (torch_nan): summed in another order, but NaN exactly when an element is
+                node.input[0] = blocked[node.input[0]][0]
+                self.changes += 1
             made = None
             if node.domain == "" and node.op_type in _POOLS and node.input[0] in blocked:
                 source, channels = blocked[node.input[0]]
@@ -184,10 +101,10 @@ class _Rewrite:
                     dropped.add(id(relu))
             if made is not None:  # [the op on blocked tensors, a ReorderOutput to the plain value it replaces]
                 op, back = made
-                blocked[back.output[0]] = (op.output[0], _attr(back, "channels"))
+                blocked[back.output[0]] = (op.output[0], attr(back, "channels"))
                 kept += made
                 continue
-            for sub in _subgraphs(node):  # If branches; Loop and Scan bodies see captured values only
+            for sub in subgraphs(node):  # If branches; Loop and Scan bodies see captured values only
                 self.graph(sub, blocked, constants)
             kept.append(node)
             if node.op_type == "If" and node.domain == "":
@@ -205,7 +122,7 @@ class _Rewrite:
 
     def _blocked_concat(self, node, blocked) -> list | None:
         """A channel Concat of blocked maps whose channels fill whole blocks: the Concat of the blocks."""
-        if _attr(node, "axis") not in (1, -3) or not all(i in blocked for i in node.input):
+        if attr(node, "axis") not in (1, -3) or not all(i in blocked for i in node.input):
             return None
         channels = sum(blocked[i][1] for i in node.input)
         return self._back("Concat", [blocked[i][0] for i in node.input], node.output[0], channels, axis=1)
@@ -214,12 +131,12 @@ class _Rewrite:
         """Resize by whole spatial factors, as onnxruntime's NCHWc Upsample runs it (nearest asymmetric floor,
         or linear half-pixel); anything else stays plain."""
         if node.input[0] not in blocked or len(node.input) != 3 or node.input[1] \
-                or _attr(node, "antialias", 0) or _attr(node, "exclude_outside", 0):
+                or attr(node, "antialias", 0) or attr(node, "exclude_outside", 0):
             return None
-        mode = _attr(node, "mode", b"nearest").decode()
-        transform = _attr(node, "coordinate_transformation_mode", b"half_pixel").decode()
+        mode = attr(node, "mode", b"nearest").decode()
+        transform = attr(node, "coordinate_transformation_mode", b"half_pixel").decode()
         if (mode, transform) == ("nearest", "asymmetric"):
-            if _attr(node, "nearest_mode", b"round_prefer_floor") != b"floor":
+            if attr(node, "nearest_mode", b"round_prefer_floor") != b"floor":
                 return None
         elif (mode, transform) != ("linear", "half_pixel"):
             return None
@@ -245,10 +162,10 @@ class _Rewrite:
             if reorder is None or not _is(reorder, "ReorderOutput") or summand not in blocked:
                 continue
             conv = producers.get(reorder.input[0])
-            if conv is None or not _is(conv, "Conv") or len(conv.input) > 3 or _attr(conv, "activation"):
+            if conv is None or not _is(conv, "Conv") or len(conv.input) > 3 or attr(conv, "activation"):
                 continue
             source, channels = blocked[summand]
-            if _attr(reorder, "channels") != channels or not self._same_shape(plain, summand) \
+            if attr(reorder, "channels") != channels or not self._same_shape(plain, summand) \
                     or uses.get(reorder.input[0]) != 1 or uses.get(plain) != 1 or plain in outputs:
                 continue
             with_relu = (relu is not None and relu.op_type == "Relu" and relu.domain == ""
@@ -278,14 +195,14 @@ class _Rewrite:
         Where only some branches have it blocked, the others reorder it themselves, if nothing after the If
         reads it but reorders: they pay the reorder the reader paid, and the blocked branches save theirs.
         """
-        branches = list(_subgraphs(node))
+        branches = list(subgraphs(node))
         after = []
         for k in range(len(node.output)):
             forms = [_blocked_form(g, g.output[k].name, blocked) for g in branches]
             channels = {c for form in forms if form for _, c in [form]}
             if len(channels) != 1:
                 continue
-            if not all(forms) and not _only_reordered(node.output[k], rest, outputs):
+            if not all(forms) and not _only_read_by(node.output[k], rest, outputs, _reorders_in):
                 continue
             for g, form in zip(branches, forms):
                 out = g.output[k]
@@ -296,7 +213,7 @@ class _Rewrite:
                 else:
                     source = form[0]
                 taken = {o.name for o in g.output} | {i.name for i in g.input}
-                if source not in set(_defined(g)) or source in taken:  # a branch returns a copy of these
+                if source not in set(defined(g)) or source in taken:  # a branch returns a copy of these
                     copy = self.names.fresh(out.name + "_nchwc")
                     g.node.append(helper.make_node("Identity", [source], [copy]))
                     source = copy
@@ -311,16 +228,16 @@ class _Rewrite:
         return after
 
 
-def _only_reordered(name: str, rest: list, outputs: set) -> bool:
-    """Whether every read of `name` in `rest` (subgraphs included) is a ReorderInput to NCHWc."""
+def _only_read_by(name: str, rest: list, outputs: set, accept) -> bool:
+    """Whether every read of `name` in `rest` (subgraphs included) is by a node `accept` takes."""
     if name in outputs:
         return False
 
     def fine(nodes) -> bool:
         for n in nodes:
-            if name in n.input and not (_is(n, "ReorderInput") and _attr(n, "channels_last", 0) == 0):
+            if name in n.input and not accept(n):
                 return False
-            for sub in _subgraphs(n):
+            for sub in subgraphs(n):
                 if name in {o.name for o in sub.output} or not fine(sub.node):
                     return False
         return True
@@ -328,27 +245,12 @@ def _only_reordered(name: str, rest: list, outputs: set) -> bool:
     return fine(rest)
 
 
-def _use_counts(graph) -> dict[str, int]:
-    """How often each name is read in `graph`: node inputs, references from subgraphs, graph outputs."""
-    counts: dict[str, int] = {}
+def _reorders_in(node) -> bool:
+    return _is(node, "ReorderInput") and attr(node, "channels_last", 0) == 0
 
-    def add(name):
-        counts[name] = counts.get(name, 0) + 1
 
-    def visit(g, top):
-        for n in g.node:
-            for name in n.input:
-                add(name)
-            for sub in _subgraphs(n):
-                visit(sub, False)
-        if not top:
-            for o in g.output:
-                add(o.name)
-
-    visit(graph, True)
-    for o in graph.output:
-        add(o.name)
-    return counts
+def _nan_test(node) -> bool:
+    return node.op_type == "IsNaN" and node.domain == ""
 
 
 def _blocked_form(branch, name: str, blocked: dict) -> tuple[str, int] | None:
@@ -356,73 +258,42 @@ def _blocked_form(branch, name: str, blocked: dict) -> tuple[str, int] | None:
     producer = next((n for n in branch.node if name in n.output), None)
     if producer is None:  # an outer value, returned as it is
         return blocked.get(name)
-    if _is(producer, "ReorderOutput") and _attr(producer, "channels_last", 0) == 0:
-        channels = _attr(producer, "channels", 0)
+    if _is(producer, "ReorderOutput") and attr(producer, "channels_last", 0) == 0:
+        channels = attr(producer, "channels", 0)
         return (producer.input[0], channels) if channels and channels % _BLOCK_MULTIPLE == 0 else None
     if producer.op_type == "Identity" and producer.domain == "":
         return blocked.get(producer.input[0])
     return None
 
 
-def _prune(graph) -> None:
-    """Drop nodes whose outputs nothing reads (graph outputs and subgraph references count), innermost first."""
+def _sink(graph) -> None:
+    """Move each ReorderOutput that only one If branch reads into that branch, innermost last.
+
+    A NaN guard's rare arm reads the plain map; the common path should not pay its reorder.
+    """
+    outputs = {o.name for o in graph.output}
+    for node in list(graph.node):
+        name = node.output[0] if _is(node, "ReorderOutput") else None
+        if name is None or name in outputs or any(name in n.input for n in graph.node):
+            continue
+        holders = [(n, sub) for n in graph.node for sub in subgraphs(n) if name in all_reads(sub)]
+        if len(holders) == 1 and holders[0][0].op_type == "If":
+            graph.node.remove(node)
+            holders[0][1].node.insert(0, node)
     for node in graph.node:
-        for sub in _subgraphs(node):
-            _prune(sub)
-    while True:
-        read = {o.name for o in graph.output}
-        _reads(graph, read)
-        keep = [n for n in graph.node if any(o in read for o in n.output if o) or not n.output]
-        if len(keep) == len(graph.node):
-            break
-        del graph.node[:]
-        graph.node.extend(keep)
-
-
-def _reads(graph, read: set) -> None:
-    for node in graph.node:
-        read.update(node.input)
-        for sub in _subgraphs(node):
-            read.update(o.name for o in sub.output)
-            _reads(sub, read)
-
-
-def _value_shapes(portable) -> dict[str, tuple]:
-    """Each value's shape in the portable graph, subgraphs included (None for an unknown dim)."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(portable)
-    except Exception:  # noqa: BLE001 - no shapes: no sums fused
-        return {}
-    shapes: dict[str, tuple] = {}
-
-    def collect(graph):
-        for vi in list(graph.value_info) + list(graph.input) + list(graph.output):
-            t = vi.type.tensor_type
-            if t.HasField("shape"):
-                shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                                        for d in t.shape.dim)
-        for node in graph.node:
-            for sub in _subgraphs(node):
-                collect(sub)
-
-    collect(inferred.graph)
-    return shapes
+        for sub in subgraphs(node):
+            _sink(sub)
 
 
 def cross_borders(optimised, portable) -> int:
     """Rewrite `optimised` (onnxruntime's level-ALL model of `portable`) in place; the number of rewrites."""
-    names = _Names(optimised)
-    _uniquify(optimised.graph, set(_defined(optimised.graph)), names)
-    rewrite = _Rewrite(names, _value_shapes(portable))
+    names = Names(optimised)
+    uniquify(optimised.graph, set(defined(optimised.graph)), names)
+    rewrite = _Rewrite(names, value_shapes(portable))
     rewrite.graph(optimised.graph, {})
-    _prune(optimised.graph)
-    _name_nodes(optimised.graph, itertools.count())
+    prune(optimised.graph)
+    _sink(optimised.graph)
+    name_nodes(optimised.graph, itertools.count())
     return rewrite.changes
 
 
-def _name_nodes(graph, count) -> None:
-    """Node names in graph order: onnxruntime's vary from run to run, and a conversion's files must not."""
-    for node in graph.node:
-        node.name = f"{node.op_type}_{next(count)}"
-        for sub in _subgraphs(node):
-            _name_nodes(sub, count)
