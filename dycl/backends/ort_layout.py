@@ -13,12 +13,15 @@ flow across the borders:
 
 - a `ReorderInput` of a value that is itself a `ReorderOutput` of a blocked
   tensor (in this graph or an enclosing one) is that blocked tensor;
-- an If output that every branch produces blocked (a `ReorderOutput` in the
+- an If output that its branches produce blocked (a `ReorderOutput` in the
   branch, or a copy of an outer value that has a blocked form) becomes
-  blocked, with one `ReorderOutput` after the If for plain consumers;
+  blocked, with one `ReorderOutput` after the If for plain consumers; a branch
+  with no blocked form reorders itself where nothing reads the output plain;
 - `Add(ReorderOutput(Conv(...)), v)` (+ `Relu`) with `v` blocked becomes the
   NCHWc Conv's fused sum (and activation), as onnxruntime does inside a graph;
-- global pooling of a value with a blocked form runs blocked.
+- global pooling, channel Concat and whole-factor Resize of blocked maps run
+  blocked; the total of dycl's NaN guard (torch_nan) sums the blocked map;
+- a `ReorderOutput` that only one branch reads moves into that branch.
 
 Only channel counts that are a multiple of 16 (every NCHWc block size) are
 rewritten: there `ReorderInput(ReorderOutput(t))` is `t` exactly; with padded
