@@ -33,7 +33,7 @@ class RegionCallable:
         self._fast = fn is not None and all(sp["t"] in ("array", "scalar") for sp in self.in_specs + self.out_specs) \
             and self.feeds == list(range(len(self.in_specs))) \
             and self.sources == [(GRAPH, k) for k in range(len(self.out_specs))]
-        casts = [np.dtype(sp["dtype"]) if sp["t"] == "scalar" else None for sp in self.in_specs]
+        casts = [np.dtype(sp["dtype"]) if sp["t"] == "scalar" else None for sp in self.in_specs] if self._fast else []
         self._casts = casts if any(dt is not None for dt in casts) else None
         self._scalars_out = tuple(k for k, sp in enumerate(self.out_specs) if sp["t"] == "scalar")
 
