@@ -105,6 +105,37 @@ def test_strided_input_gives_the_contiguous_result(converted):
     assert got[1] == expected[1]
 
 
+def test_inputs_after_a_fitting_call_are_still_checked(converted):
+    """The fast input check compares each call with the last inputs that fit: one that differs from them
+    only in byte order, contiguity or array type still gets the full check."""
+    import dycl
+
+    net = dycl.load(converted(GATED, check=5).out)
+    contiguous = []  # what the backend is given: C-contiguous arrays only
+    for region in vars(net.regions).values():
+        if region.fn is not None:
+            def seen(arrays, fn=region.fn):
+                contiguous.extend(a.flags.c_contiguous for a in arrays if isinstance(a, np.ndarray))
+                return fn(arrays)
+
+            region.fn = seen
+    x = np.random.default_rng(1).standard_normal((1, 8)).astype(np.float32)
+    expected = net(x)
+    with pytest.raises(dycl.InputError) as info:
+        net(x.astype(">f4"))
+    assert str(info.value) == "input 'x': expected dtype float32, got >f4"
+    wide = np.zeros((1, 16), np.float32)
+    wide[:, ::2] = x
+    got = net(wide[:, ::2])  # same shape and dtype as x, not C-contiguous
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1] == expected[1]
+    with pytest.raises(dycl.InputError) as info:
+        net(x.tolist())  # a list of the same shape: numbers as float64
+    assert str(info.value) == "input 'x': expected dtype float32, got float64"
+    assert net(x)[1] == expected[1]
+    assert contiguous and all(contiguous)
+
+
 @pytest.mark.parametrize("suffix", [".onnx", ".weights"])
 @pytest.mark.parametrize("hasher", ["builtin", "openssl"])  # small packages, large ones
 def test_modified_artifact_is_refused(converted, tmp_path, monkeypatch, suffix, hasher):

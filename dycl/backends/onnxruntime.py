@@ -130,7 +130,13 @@ class OnnxRuntimeBackend(Backend):
         if run is None:
             run = session.run
 
-        def call(arrays):
-            return run(outputs, dict(zip(names, arrays)), None)
+        if len(names) == 1:  # a one-entry dict: about 40 ns, where dict(zip(...)) takes 250
+            (name,) = names
+
+            def call(arrays):
+                return run(outputs, {name: arrays[0]}, None)
+        else:
+            def call(arrays):
+                return run(outputs, dict(zip(names, arrays)), None)
 
         return call

@@ -64,17 +64,18 @@ class CompiledModel:
         self._forward = host.forward
         self.regions = _Regions(regions)
         self.signature: list[Param] = [Param.from_json(p) for p in manifest["signature"]]
-        # Per array input (None for others): its dtype and dims; and the shapes of the last inputs
-        # that fit, checked by one comparison.
+        # Per array input (None for others): its dtype and dims.
         self._expect = [(np.dtype(p.dtype), p.shape) if p.is_array else None for p in self.signature]
         # Python scalar inputs: (position, the types taken without a closer look)
         self._scalars = [(k, _SCALAR_TYPES[p.kind]) for k, p in enumerate(self.signature) if p.kind in _SCALAR_TYPES]
-        self._fitting: tuple | None = None
+        # The key (see _key) of the last inputs that passed the full check: inputs with the same key pass
+        # it too, so the common case is one comparison.
+        self._fitting = None
 
     def __call__(self, *inputs, **named):
         if named:
             inputs = self._bind(inputs, named)
-        if not self._accepts(inputs):
+        if _key(inputs) != self._fitting and not self._accepts(inputs):
             inputs = self._validate(inputs)
         return self._forward(self.regions, *inputs)
 
@@ -97,34 +98,25 @@ class CompiledModel:
         return tuple(args)
 
     def _accepts(self, inputs) -> bool:
-        """The common case, checked fast: C-contiguous numpy arrays of the expected dtypes and shapes."""
+        """The common case: C-contiguous numpy arrays of the expected dtypes and shapes; remembers their key."""
         if len(inputs) != len(self._expect):
             return False
         for k, types in self._scalars:
             if type(inputs[k]) not in types:
                 return False
-        shapes = []
+        sizes: dict = {}  # named dims must agree across inputs
         for value, expect in zip(inputs, self._expect):
             if expect is None:
-                shapes.append(None)
-            elif type(value) is not np.ndarray or value.dtype != expect[0] or not value.flags.c_contiguous:
-                return False
-            else:
-                shapes.append(value.shape)
-        shapes = tuple(shapes)
-        if shapes == self._fitting:
-            return True
-        sizes: dict = {}  # named dims must agree across inputs
-        for shape, expect in zip(shapes, self._expect):
-            if expect is None:
                 continue
-            dims = expect[1]
+            if type(value) is not _ndarray or value.dtype != expect[0] or not value.flags.c_contiguous:
+                return False
+            dims, shape = expect[1], value.shape
             if len(shape) != len(dims):
                 return False
             for want, got in zip(dims, shape):
                 if want != got and (want.__class__ is int or sizes.setdefault(want, got) != got):
                     return False
-        self._fitting = shapes
+        self._fitting = _key(inputs)
         return True
 
     def _validate(self, inputs) -> list:
@@ -173,6 +165,16 @@ class CompiledModel:
 
 
 _MISSING = object()
+_ndarray = np.ndarray
+
+
+def _key(inputs: tuple):
+    """Each numpy array by its dtype, shape and strides (which fix its contiguity), anything else by its type:
+    inputs with equal keys get equal verdicts from CompiledModel._accepts. It keeps no reference to an input."""
+    if len(inputs) == 1:  # forward of one input (as in moe, batch_gated, act): no list
+        (v,) = inputs
+        return (v.dtype, v.shape, v.strides) if type(v) is _ndarray else type(v)
+    return [(v.dtype, v.shape, v.strides) if type(v) is _ndarray else type(v) for v in inputs]
 # The Python types a scalar input of each kind is taken as without a closer look (see _check_scalar).
 _SCALAR_TYPES = {"int": frozenset({int}), "float": frozenset({float, int}), "bool": frozenset({bool}),
                  "NoneType": frozenset({type(None)})}

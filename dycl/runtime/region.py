@@ -14,7 +14,7 @@ class RegionError(RuntimeError):
 
 
 class RegionCallable:
-    __slots__ = ("name", "origin", "fn", "in_specs", "out_specs", "sources", "single", "feeds", "_fast",
+    __slots__ = ("name", "origin", "fn", "in_specs", "out_specs", "sources", "single", "feeds", "_fast", "_casts",
                  "_scalars_out", "__weakref__")
 
     def __init__(self, signature: RegionSignature, fn):
@@ -28,19 +28,19 @@ class RegionCallable:
         self.single = len(self.out_specs) == 1
         self.feeds = list(signature.graph_inputs)
 
-        # Arrays or Python scalars in and out: no flattening on the hot path.
-        self._fast = None
-        self._scalars_out = [k for k, sp in enumerate(self.out_specs) if sp["t"] == "scalar"]
-        if all(sp["t"] in ("array", "scalar") for sp in self.in_specs + self.out_specs) \
-                and self.feeds == list(range(len(self.in_specs))) and fn is not None \
-                and self.sources == [(GRAPH, k) for k in range(len(self.out_specs))]:
-            self._fast = [None if sp["t"] == "array" else np.dtype(sp["dtype"]) for sp in self.in_specs]
+        # Arrays or Python scalars in and out, each leaf a graph port: no flattening on the hot path.
+        # _casts: per input, the dtype a Python scalar becomes (None: any other); None where all are arrays.
+        self._fast = fn is not None and all(sp["t"] in ("array", "scalar") for sp in self.in_specs + self.out_specs) \
+            and self.feeds == list(range(len(self.in_specs))) \
+            and self.sources == [(GRAPH, k) for k in range(len(self.out_specs))]
+        casts = [np.dtype(sp["dtype"]) if sp["t"] == "scalar" else None for sp in self.in_specs] if self._fast else []
+        self._casts = casts if any(dt is not None for dt in casts) else None
+        self._scalars_out = tuple(k for k, sp in enumerate(self.out_specs) if sp["t"] == "scalar")
 
     def __call__(self, *args):
-        fast = self._fast
-        if fast is not None:
-            if any(fast):
-                args = [a if dt is None else np.asarray(a, dtype=dt) for a, dt in zip(args, fast)]
+        if self._fast:
+            if self._casts is not None:
+                args = [a if dt is None else np.asarray(a, dtype=dt) for a, dt in zip(args, self._casts)]
             try:
                 results = self.fn(args)
             except Exception as exc:
