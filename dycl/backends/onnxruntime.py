@@ -93,6 +93,9 @@ class OnnxRuntimeBackend(Backend):
 
         from .ort_layout import cross_borders
 
+        compiled = onnx.load(artifact_path, load_external_data=False)
+        if not any(node.op_type in ("If", "Loop", "Scan") for node in compiled.graph.node):
+            return  # no borders: onnxruntime lays out a branch-free graph as well at load
         graph, weights, key = _layout(artifact_path)
         with tempfile.TemporaryDirectory(prefix="dycl-layout-") as tmp:
             so = self._options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
