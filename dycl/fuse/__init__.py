@@ -69,7 +69,7 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     outs = graph_outputs(graph, [v.name for v in out_leaves])  # copies only where ONNX needs them
     inputs = list(ctx.inputs.items())
     in_leaves = [leaf for _, v in inputs for leaf in v.leaves()]
-    # Inputs get the static shapes the regions reading them declare, so that onnxruntime can plan.
+    # Inputs get the rank and static dims the regions reading them declare, so that onnxruntime can plan.
     onnx_graph = helper.make_graph(graph.nodes, name, [helper.make_tensor_value_info(v.name, v.elem,
                                                                                      ctx.shapes.get(v.name))
                                                        for v in in_leaves],

@@ -30,7 +30,7 @@ class Context:
         self.inputs: dict[str, Val] = {}
         self.scans: dict[str, Val] = {}
         self.returns: list[tuple[bool, list]] = []  # (a tuple?, expressions) of each return translated
-        self.shapes: dict[str, list | None] = {}  # value -> the static dims the regions it feeds declare
+        self.shapes: dict[str, list | None] = {}  # value -> the dims the regions it feeds agree on (see _inline)
 
     def input(self, name: str) -> Val:
         """A name the block reads from the host: one graph input per name."""
@@ -365,11 +365,19 @@ def _range_args(loop: Loop) -> tuple[cst.BaseExpression | None, cst.BaseExpressi
     return (it.args[0].value, it.args[1].value) if len(it.args) == 2 else (None, it.args[0].value)
 
 
+def _agreed(a: list | None, b: list | None) -> list | None:
+    """The dims two declarations of a value agree on: its rank and the static dims both give (None: unknown)."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return [x if x == y else None for x, y in zip(a, b)]
+
+
 def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto | None, env: Env,
             shapes: dict) -> None:
     """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there.
 
-    `shapes` collects the static dims the region declares for each value it reads (None where two disagree).
+    `shapes` collects the dims the region declares for each value it reads: its rank, and each dim static where
+    every region reading it declares that size (None: unknown).
     """
     args: list[Val] = []  # the region's input leaves, in order
     for var, inp in zip(region.inputs, signature.inputs):
@@ -380,10 +388,10 @@ def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto
         rename = {}
         for inp in model.graph.input:
             rename[inp.name] = args[int(inp.name[1:])].name
-            dims = [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
-            static = dims if inp.type.tensor_type.HasField("shape") and None not in dims else None
-            if shapes.setdefault(rename[inp.name], static) != static:
-                shapes[rename[inp.name]] = None
+            declared = inp.type.tensor_type
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim] \
+                if declared.HasField("shape") else None
+            shapes[rename[inp.name]] = _agreed(shapes.get(rename[inp.name], dims), dims)
 
         def mapped(n: str) -> str:
             if not n:
