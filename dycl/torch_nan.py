@@ -213,11 +213,14 @@ _REPAIRS = {"ArgMax": _arg, "ArgMin": _arg, "ReduceMax": _window, "ReduceMin": _
             **{op: (lambda node, em: _over_nothing(node, em, _IDENTITY[node.op_type])) for op in _IDENTITY}}
 
 
-def _float_values(model: onnx.ModelProto) -> dict[str, int]:
-    """Float values of the graph, with their element types."""
+def _values(model: onnx.ModelProto) -> tuple[dict[str, int], set[str]]:
+    """Float values of the graph with their element types, and the values whose static shape holds elements."""
     graph = onnx.shape_inference.infer_shapes(model).graph
-    return {v.name: v.type.tensor_type.elem_type for v in (*graph.input, *graph.value_info, *graph.output)
-            if v.type.tensor_type.elem_type in _FLOATS}
+    values = (*graph.input, *graph.value_info, *graph.output)
+    floats = {v.name: v.type.tensor_type.elem_type for v in values if v.type.tensor_type.elem_type in _FLOATS}
+    filled = {v.name for v in values if v.type.tensor_type.HasField("shape")
+              and all(d.HasField("dim_value") and d.dim_value > 0 for d in v.type.tensor_type.shape.dim)}
+    return floats, filled
 
 
 def _wanted(node: onnx.NodeProto, ops: frozenset) -> bool:
@@ -229,11 +232,13 @@ def repair(model: onnx.ModelProto, ops: frozenset) -> bool:
     graph = model.graph
     if not any(_wanted(n, ops) for n in graph.node):
         return False
-    floats = _float_values(model)
+    floats, filled = _values(model)
     em = _Emitter(graph, next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1), floats)
     changed = False
     for node in graph.node:
-        if _wanted(node, ops) and (node.input[0] in floats or node.op_type in _IDENTITY):  # any sum of nothing
+        # a reduction of a tensor whose static shape holds elements never reduces nothing
+        over_nothing = node.op_type in _IDENTITY and node.input[0] not in filled
+        if _wanted(node, ops) and (node.input[0] in floats and node.op_type not in _IDENTITY or over_nothing):
             _REPAIRS[node.op_type](node, em)
             changed = True
         else:

@@ -53,6 +53,27 @@ def test_repair_leaves_integer_ops_and_is_idempotent():
     onnx.checker.check_model(model)
 
 
+@pytest.mark.parametrize("dims, guarded", [([2, 3], False), (["n", 3], True), ([0, 3], True)])
+def test_mean_of_nothing_is_guarded_only_where_the_shape_can_be_empty(dims, guarded):
+    """torch's mean of nothing is NaN, onnxruntime's 0: the guard (a Size test) goes where x may be empty."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from dycl.torch_nan import COMMON, repair
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph([helper.make_node("ReduceMean", ["x"], ["y"], keepdims=0)], "g",
+                                                [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    assert repair(model, COMMON) == guarded
+    assert ("Size" in [n.op_type for n in model.graph.node]) == guarded
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    shape = [0 if d == "n" else d for d in dims]
+    (got,) = session.run(None, {"x": np.ones(shape, np.float32)})
+    expected = torch.ones(shape).mean().numpy()
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_compare_is_relative_above_one():
     # Found by the fuzzer (tests/models/fuzz_large_magnitudes.py): at 1e8 float32 results computed two ways
     # differ by units, which an absolute bound of 1e-4 called a wrong answer.

@@ -25,7 +25,7 @@ import math
 import onnx
 from onnx import TensorProto, helper
 
-from ..torch_nan import _attrs, _Emitter, _float_values
+from ..torch_nan import _attrs, _Emitter, _values
 
 __all__ = ["repair", "OPS"]
 
@@ -146,7 +146,7 @@ def repair(model: onnx.ModelProto) -> bool:
     graph = model.graph
     if not any(n.op_type in OPS and n.doc_string != _MARK for n in graph.node):
         return False
-    floats = _float_values(model)
+    floats, _ = _values(model)
     zeros = _zeros(graph)
     em = _Emitter(graph, next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1), floats)
     changed = False
