@@ -52,8 +52,8 @@ def _block(k: int, source: str, channels: int, summand: str | None = None, relu:
     return helper.make_node("If", [f"c{k}"], [f"x{k}", f"g{k}"], then_branch=then_graph, else_branch=else_graph)
 
 
-def _model(tmp_path, channels: int = 16, broadcast: bool = False, relu: bool = True) -> str:
-    """x → conv+relu → two gated residual blocks → (global pool, the feature map)."""
+def _model(tmp_path, channels: int = 16, broadcast: bool = False, relu: bool = True, shaped: bool = True) -> str:
+    """x → conv+relu → two gated residual blocks → (global pool, the feature map); `shaped=False`: no shapes."""
     inits: list = []
     nodes = [_conv("stem", "x", "stem", 3, channels, inits), helper.make_node("Relu", ["stem"], ["x0"])]
     summand = None
@@ -72,9 +72,22 @@ def _model(tmp_path, channels: int = 16, broadcast: bool = False, relu: bool = T
         value_info=[helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, channels, 8, 8]) for n in ("x0", "x1")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
+    if not shaped:
+        _unshape(model.graph)
     path = str(tmp_path / "gated.onnx")
     onnx.save(model, path)
     return path
+
+
+def _unshape(graph) -> None:
+    """Every value's shape unknown, as in a graph whose input dims are all dynamic."""
+    del graph.value_info[:]
+    for value in (*graph.input, *graph.output):
+        value.type.tensor_type.ClearField("shape")
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _unshape(attr.g)
 
 
 def _compiled(tmp_path, src: str):
@@ -146,6 +159,22 @@ def test_blocked_tensors_cross_if_borders(tmp_path, relu):
     assert [n.op_type == "ReorderOutput" for n, _ in nodes].count(True) == 6
     assert not [n for n, _ in nodes if n.domain == "" and n.op_type in ("Add", "Relu")]
     _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+
+
+def test_unknown_shapes_fuse_and_a_run_time_mismatch_falls_back_to_the_portable_graph(tmp_path):
+    """With no shapes known, the sum is fused; where it broadcasts after all, onnxruntime's NCHWc Conv refuses
+    it at run time, and the region runs its portable graph from then on: the right answer, with a warning."""
+    src = _model(tmp_path, broadcast=True, shaped=False)
+    backend, art = _compiled(tmp_path, src)
+    branch = next(a.g for a in next(n for n in _variant(art).graph.node if n.op_type == "If").attribute
+                  if a.name == "then_branch")
+    assert any(n.op_type == "Conv" and len(n.input) == 4 for n in branch.node), "the sum was not fused"
+    call = backend.load(art, str(tmp_path))
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    call([x, np.array(False), np.array(False)])  # the skip arm: the variant runs
+    with pytest.warns(RuntimeWarning, match="layout variant failed"):
+        call([x, np.array(True), np.array(False)])
+    _assert_same_on_every_path(src, call)
 
 
 def test_variant_is_deterministic(tmp_path):

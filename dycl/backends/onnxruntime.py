@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import warnings
 
 from .base import Backend, RegionFn
 
@@ -116,30 +117,45 @@ class OnnxRuntimeBackend(Backend):
     def files(cls, artifact_path: str) -> list[str]:
         return [p for p in (artifact_path, _weights(artifact_path), *_layout(artifact_path)) if os.path.exists(p)]
 
-    def _session(self, artifact_path: str):
+    def _session(self, graph: str, optimise: bool):
         import onnxruntime as ort
 
-        graph, optimise = graph_to_run(artifact_path)
         level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimise else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        return ort.InferenceSession(graph, self._options(level), providers=["CPUExecutionProvider"])
-
-    def load(self, artifact_path: str, package_dir: str) -> RegionFn:
-        session = self._session(artifact_path)
-        names = [i.name for i in session.get_inputs()]
-        outputs = [o.name for o in session.get_outputs()]
+        session = ort.InferenceSession(graph, self._options(level), providers=["CPUExecutionProvider"])
         # The binding under InferenceSession.run: skips a per-call re-validation of the
         # feed names, which are fixed here (a few microseconds per region call).
         run = getattr(getattr(session, "_sess", None), "run", None)
-        if run is None:
-            run = session.run
+        return [i.name for i in session.get_inputs()], [o.name for o in session.get_outputs()], run or session.run
+
+    def load(self, artifact_path: str, package_dir: str) -> RegionFn:
+        graph, optimise = graph_to_run(artifact_path)
+        names, outputs, run = self._session(graph, optimise)
+
+        def portable(arrays, exc):
+            """A layout variant that fails (a fused sum whose operands' shapes differ after all: onnxruntime
+            checks) gives way to the portable graph, for good; the portable graph's own failure is the error."""
+            nonlocal names, outputs, run, optimise
+            if optimise:
+                raise exc
+            warnings.warn(f"{artifact_path}: the layout variant failed ({str(exc).splitlines()[0][:200]}); "
+                          "running the portable graph from now on", RuntimeWarning, stacklevel=3)
+            names, outputs, run = self._session(artifact_path, True)
+            optimise = True
+            return run(outputs, dict(zip(names, arrays)), None)
 
         if len(names) == 1:  # a one-entry dict: about 40 ns, where dict(zip(...)) takes 250
             (name,) = names
 
             def call(arrays):
-                return run(outputs, {name: arrays[0]}, None)
+                try:
+                    return run(outputs, {name: arrays[0]}, None)
+                except Exception as exc:  # noqa: BLE001 - onnxruntime's errors share no base class
+                    return portable(arrays, exc)
         else:
             def call(arrays):
-                return run(outputs, dict(zip(names, arrays)), None)
+                try:
+                    return run(outputs, dict(zip(names, arrays)), None)
+                except Exception as exc:  # noqa: BLE001 - onnxruntime's errors share no base class
+                    return portable(arrays, exc)
 
         return call

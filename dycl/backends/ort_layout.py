@@ -25,8 +25,9 @@ flow across the borders:
 
 Only channel counts that are a multiple of 16 (every NCHWc block size) are
 rewritten: there `ReorderInput(ReorderOutput(t))` is `t` exactly; with padded
-channels it is not. Fusing a sum needs both operands' shapes known and equal
-(from shape inference on the portable graph). The result is loaded with
+channels it is not. A sum is not fused where shape inference on the portable
+graph shows a broadcast; where dims are unknown, onnxruntime checks the shapes
+at run time and the region falls back to its portable graph. The result is loaded with
 optimisation disabled, on a machine whose CPU matches the one it was made on.
 """
 from __future__ import annotations
@@ -168,7 +169,7 @@ class _Rewrite:
             if conv is None or not _is(conv, "Conv") or len(conv.input) > 3 or attr(conv, "activation"):
                 continue
             source, channels = blocked[summand]
-            if attr(reorder, "channels") != channels or not self._same_shape(plain, summand) \
+            if attr(reorder, "channels") != channels or not self._may_sum(plain, summand) \
                     or uses.get(reorder.input[0]) != 1 or uses.get(plain) != 1 or plain in outputs:
                 continue
             with_relu = (relu is not None and relu.op_type == "Relu" and relu.domain == ""
@@ -188,9 +189,17 @@ class _Rewrite:
                                            channels_last=0)]
         return None
 
-    def _same_shape(self, a: str, b: str) -> bool:
+    def _may_sum(self, a: str, b: str) -> bool:
+        """Whether the Conv may take `b` as its sum: not where shapes are known to differ (a broadcast).
+
+        Where a dim is unknown (dynamic), onnxruntime's NCHWc Conv checks that its output and sum match at run
+        time, and the region falls back to the portable graph if ever they do not (OnnxRuntimeBackend.load).
+        """
         sa, sb = self.shapes.get(a), self.shapes.get(b)
-        return sa is not None and sa == sb and all(d is not None for d in sa)
+        if sa is None or sb is None:
+            return True
+        return len(sa) == len(sb) and all(x == y or not isinstance(x, int) or not isinstance(y, int)
+                                          for x, y in zip(sa, sb))
 
     def _blocked_outputs(self, node, blocked, rest: list, outputs: set) -> list:
         """Make each If output blocked where its branches can return it so; plain after a ReorderOutput.
