@@ -103,6 +103,7 @@ def summary(st) -> dict:
         "tuning": list(st.tuning),
         "fused": list(getattr(st, "fused", [])),
         "unfused": list(getattr(st, "unfused", [])),
+        "speculation": getattr(st, "speculation", ""),
         "observed_dynamic": list(getattr(st, "observed_dynamic", [])),
         "defaults": dict(program.defaults),
         "check": st.check.as_dict() if st.check else None,
@@ -207,6 +208,8 @@ def write_report(workdir: str, st) -> None:
         if info["unfused"]:
             lines += ["", "Left in the host (correct, one backend call per region):", ""]
             lines += [f"- {u}" for u in info["unfused"]]
+    if info["speculation"]:
+        lines += ["", "## Speculation (--speculate)", "", info["speculation"]]
     fused_in = _fused_in(program)
     lines += ["", "## Decisions", "", "| id | class | source | taken by |", "|---|---|---|---|"]
     for d in program.decisions:

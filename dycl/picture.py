@@ -11,6 +11,7 @@ import html
 from rich.tree import Tree
 
 from hostgen.fused import FusedBlock
+from hostgen.speculation import Speculation
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
 from rewrite.kinds import LoopKind
 
@@ -44,6 +45,10 @@ def _add(tree: Tree, nodes: list) -> None:
             ins, outs = ", ".join(node.args) or "–", ", ".join(node.outputs) or "–"
             _add(tree.add(f"[cyan]one region[/] [bold]{node.region}[/] ({node.origin.func} {node.origin.lines}): "
                           f"{ins} → {outs}  [dim](runs, inside its graph:)[/]"), node.nodes)
+        elif isinstance(node, Speculation):
+            tree.add(f"[cyan]speculation[/] [bold]{node.region}[/]: {', '.join(node.args) or '–'} → "
+                     f"{', '.join(node.outputs)}; returns {node.result} where {node.path()}  [dim]({node.hits} of "
+                     f"{node.samples} samples took that path; else the program below runs)[/]")
 
 
 def program_tree(program: Program, title: str) -> Tree:
