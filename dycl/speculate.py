@@ -12,7 +12,9 @@ one straight-line graph (fuse builds it) that also returns, under fresh names,
 every value a decision of the path reads, as it was at that decision. The host
 calls it first and tests each decision as the general host does, on those
 values (`hostgen.speculation`); the answer stands only if all take the path's
-arms, else the unchanged general program runs from the start. A path through a
+arms, else the unchanged general program runs from the start. It runs too where
+the speculative call fails: off the path, the path's code meets values it never
+meets on it (a table index only the path keeps in range). A path through a
 data-dependent loop is not speculated.
 """
 from __future__ import annotations

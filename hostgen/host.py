@@ -124,9 +124,12 @@ class _HostEmitter:
         for test in tests[1:]:  # in path order: a test runs only where the decisions before it agreed
             chained = cst.BooleanOperation(chained, cst.And(), _operand(test, left=False))
         returned = cst.SimpleStatementLine([cst.Return(cst.Name(node.result))])
-        return [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(_targets(node.outputs))], call)],
-                                        leading_lines=comment_lines(*comments)),
-                cst.If(chained, cst.IndentedBlock([returned]))]
+        called = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(_targets(node.outputs))], call)])
+        failed = cst.ExceptHandler(cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])], header=_comment(
+            "# failed off the path (say, an index only the path keeps in range)")), type=cst.Name("Exception"))
+        return [cst.Try(cst.IndentedBlock([called]), [failed],
+                        orelse=cst.Else(cst.IndentedBlock([cst.If(chained, cst.IndentedBlock([returned]))])),
+                        leading_lines=comment_lines(*comments))]
 
     @staticmethod
     def _decide(decision: str, dclass: DecisionClass, test, observe=()) -> cst.Call:
@@ -135,6 +138,10 @@ class _HostEmitter:
             values = cst.Tuple([cst.Element(cst.Name(n)) for n in observe])
             args.append(cst.Arg(cst.Lambda(cst.Parameters(), values)))
         return cst.Call(cst.Attribute(cst.Name("regions"), cst.Name("decide")), args)
+
+
+def _comment(text: str) -> cst.TrailingWhitespace:
+    return cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(text))
 
 
 def _operand(test: cst.BaseExpression, left: bool) -> cst.BaseExpression:

@@ -21,8 +21,9 @@ class Guard:
 
 class Speculation:
     """The first node of a speculating host: `region` runs one path of the program (`args` -> `outputs`);
-    where every guard's test, on those outputs, takes the path's arm, the host returns `result`; else the
-    rest of the program runs from the start, as if the call had not been made (`outputs` are fresh names).
+    where every guard's test, on those outputs, takes the path's arm, the host returns `result`; else, or
+    where the call fails (off the path, the path's code may meet values it never sees on it), the rest of
+    the program runs from the start, as if the call had not been made (`outputs` are fresh names).
 
     `hits` of `samples` natural inputs took the path when it was chosen.
     """
