@@ -134,6 +134,12 @@ class _Dot:
                 for src, label in body_exits:
                     self.edge(src, name, label, style="dashed")
                 exits = [(name, "done")] + breaks
+            elif isinstance(node, Speculation):  # the path's graph: returns where its decisions agree
+                name = self.node(f"{node.region} (speculation)\n{node.path()}", shape="box", style="filled,dashed",
+                                 fillcolor="#cfe2ff")
+                self._connect(exits, name)
+                self.edge(name, "exit", "every decision agrees")
+                exits = [(name, "else")]
             elif isinstance(node, FusedBlock):  # one region: its decisions and loops drawn inside a cluster
                 self.count += 1
                 self.lines.append(f"  subgraph cluster_{self.count} {{")

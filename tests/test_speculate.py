@@ -82,6 +82,9 @@ def test_host_tests_each_decision_as_the_general_host_does(speculating):
     assert "spec_" not in host.split("return spec_result\n")[1]
     report = open(os.path.join(speculating.out, "report.md")).read()
     assert "## Speculation (--speculate)\n\nregion speculate_L28 runs the path" in report
+    assert "| part of `block_L29` and `speculate_L28` |" in report  # the general program's graph and the path's
+    dot = open(os.path.join(speculating.out, "cfg.dot")).read()
+    assert 'label="every decision agrees"' in dot
 
 
 def test_no_speculation_where_no_path_dominates(tmp_path):
