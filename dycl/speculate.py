@@ -136,6 +136,10 @@ def speculation(program: Program, path: tuple, hits: int, samples: int, params, 
 
     NoSpeculation where the path loops, or fuse cannot build it as one graph (the reason given)."""
     run, decisions = path_run(program.body, path)
+    called = {n.region.name for n in run if isinstance(n, RegionCall)}
+    others = sorted(name for name in called if regions[name].backend != backend)
+    if others:
+        raise NoSpeculation(f"regions {', '.join(others)} on the path run on another backend than {backend}")
     fresh = Namespace(_names(program))
     snapshots: dict[tuple[str, int], str] = {}  # (name, its binding so far) -> output holding that value
     inserted: dict[int, list[HostStmt]] = {}  # position in the run -> snapshots taken before it
@@ -164,13 +168,13 @@ def speculation(program: Program, path: tuple, hits: int, samples: int, params, 
                                    returned.origin)]
     name = region_names.fresh(f"speculate_L{program.source.first}")
     try:
-        model, signature, block = _build(probe, steps, name, params, regions, models, backend)
+        model, sig, block = _build(probe, steps, name, params, regions, models, backend)
     except Unfusable as exc:
         raise NoSpeculation(f"the path cannot run as one graph: {exc.args[0]}") from None
     if block.hoisted or block.extends or sorted(block.outputs) != sorted(wanted):
-        raise NoSpeculation("the path builds lists the host would have to hold: not run as one graph")
+        raise NoSpeculation("the path's graph cannot return every value its decisions read (a list the host holds)")
     node = Speculation(name, block.args, block.outputs, result, guards, hits, samples)
-    return model, signature, node
+    return model, sig, node
 
 
 def speculate(st, backend, backend_for) -> str:
@@ -180,11 +184,6 @@ def speculate(st, backend, backend_for) -> str:
     try:
         path, hits = dominant_path(st.exploration.paths)
         regions = {s.name: s for s in st.exported}
-        run, _ = path_run(st.program.body, path)
-        others = sorted({n.region.name for n in run if isinstance(n, RegionCall)
-                         and regions[n.region.name].backend != backend.name})
-        if others:
-            raise NoSpeculation(f"regions {', '.join(others)} on the path run on another backend than {backend.name}")
         scratch = os.path.join(st.workdir, ".scratch")
         models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, s in regions.items() if s.artifact}
         names = Namespace([s.name for s in st.signatures] + list(regions))
