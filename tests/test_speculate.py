@@ -3,7 +3,6 @@ import importlib.util
 import os
 
 import libcst as cst
-import numpy as np
 import pytest
 import torch
 
