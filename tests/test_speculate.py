@@ -99,6 +99,7 @@ def test_no_speculation_where_no_path_dominates(tmp_path):
 
 
 def test_a_dominant_path_needs_95_percent_of_at_least_20_inputs():
+    assert ConvertOptions("m.py", "out").speculate is False  # and only with --speculate
     common, rare = (("L1", True),), (("L1", False),)
     assert dominant_path([common] * 19 + [rare]) == (common, 19)
     with pytest.raises(NoSpeculation, match="the most common path covers 18 of 20 natural inputs"):
