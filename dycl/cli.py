@@ -24,6 +24,7 @@ _STEP_TEXT = {
     "fold_shapes": "Folding shape decisions that never varied",
     "export": "Exporting and compiling regions",
     "fuse": "Moving decisions and loops into graphs (onnxruntime)",
+    "speculate": "Building the dominant path as one graph (--speculate)",
     "package": "Writing the package",
     "check": "Checking against the original model",
 }
@@ -56,6 +57,10 @@ def main() -> None:
               help="onnxruntime runs the decisions and loops it can express inside one graph: where that was faster "
                    "on the sample inputs (measured), wherever it is correct (all: the same package every time), "
                    "or nowhere (none: every decision in host.py).")
+@click.option("--speculate", is_flag=True, default=False,
+              help="onnxruntime: where one path covers at least 95% of the sample inputs, host.py first runs that "
+                   "path as one graph and keeps its answer only where every decision takes the same arm (else the "
+                   "general program runs: a miss costs the speculative graph).")
 @click.option("--tune", "tune_trials", type=click.IntRange(min=0), default=0, metavar="TRIALS",
               help="TVM: tune each region's static-shape kernels with MetaSchedule, measuring TRIALS "
                    "candidates per kernel on average (the kernels that gain most get up to 4x TRIALS; records are "
@@ -75,7 +80,7 @@ def main() -> None:
                    "then, as source text, to stdout or --dump-to. No package is written.")
 @click.option("--dump-to", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
               help="With --dump-after: write the dump to FILE instead of stdout.")
-def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, fuse, tune_trials,
+def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynamic, seed, fuse, speculate, tune_trials,
             tune_budget, jobs, timeout, executor, address, dump_after, dump_to) -> None:
     """Convert MODEL_FILE into a compiled package at OUT."""
     from rewrite import ConversionError
@@ -105,6 +110,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
                           list(dynamic) or None)
     opts.target = target
     opts.fuse = fuse
+    opts.speculate = speculate
     opts.jobs = jobs or opts.jobs
     opts.timeout = timeout
     opts.dump_after = dump_after
@@ -237,6 +243,8 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
     if info.get("fallbacks"):
         table.add_row("[yellow]fallback[/]", f"{len(info['fallbacks'])} region(s) TVM could not compile run on "
                                              "onnxruntime (see report.md)")
+    if info.get("speculation"):
+        table.add_row("speculation", info["speculation"])
     table.add_row("check", f"[green]pass[/]: δ = {check['delta']:.2g}, η = {check['eta']}" if check["passed"]
                   else f"[red]FAIL[/]: {check['failure']}")
     table.add_row("time", f"{seconds:.1f} s")

@@ -1,7 +1,7 @@
 """The conversion pipeline: an explicit ordered list of small steps over one state.
 
-load → rewrite → generate → explore → fold_shapes → export → fuse → package →
-check (`STEPS`; the rewrite runs its own passes, `rewrite.PASS_NAMES`). Each
+load → rewrite → generate → explore → fold_shapes → export → fuse → speculate →
+package → check (`STEPS`; the rewrite runs its own passes, `rewrite.PASS_NAMES`). Each
 step's failure is re-raised as `StepFailed` naming the step; the output
 directory is written to a temporary folder and renamed into place only when
 every step, the final check included, has passed. `ConvertOptions.dump_after`
@@ -55,7 +55,8 @@ def _quiet(step: str, detail: str, done: int, total: int) -> None:
 
 class ConvertOptions:
     __slots__ = ("model_file", "out", "backend", "check", "model", "inputs", "seed", "dynamic", "fixed_sizes",
-                 "target", "fuse", "tune", "jobs", "timeout", "source", "compile_all", "dump_after")
+                 "target", "fuse", "speculate", "tune", "jobs", "timeout", "source", "compile_all",
+                 "dump_after")
 
     def __init__(self, model_file: str, out: str, backend: str = "onnxruntime", check: int = 50,
                  model: str | None = None, inputs: list[str] | None = None, seed: int = 0,
@@ -67,6 +68,9 @@ class ConvertOptions:
         # onnxruntime runs decisions and loops inside graphs where it can: "measured" keeps each such graph
         # where it is faster than the host, "all" wherever it is correct (deterministic), "none" nowhere.
         self.fuse = "measured"
+        # onnxruntime: where one path covers at least 95% of the natural inputs, run it first as one graph and
+        # keep its answer where its decisions agree (speculate.py). Off by default: a miss costs that graph.
+        self.speculate = False
         self.tune = None  # backends.tvm_tune.TuneSettings: MetaSchedule for TVM regions
         self.jobs = usable_cores()  # processes compiling regions at once, where the backend is slow to compile
         self.timeout: float | None = None  # seconds the whole conversion may take (main thread only)
@@ -98,6 +102,8 @@ class ConversionResult:
         self.fallbacks: list[str] = []  # regions the chosen backend could not compile
         self.fused: list[str] = []  # host code run as one graph, and why other code stayed in the host
         self.unfused: list[str] = []
+        self.exported: list[RegionSignature] = []  # every region export compiled, before fusion inlined some
+        self.speculation = ""  # with --speculate: the speculative region made, or why none
         self.natural_inputs: list[tuple] = []
         self.pins: dict = {}  # region -> pins.RegionPins: the shape tests that fix dims on the way to it
         self.observed_dynamic: list[dict] = []  # input dims the samples varied, made dynamic (not declared)
@@ -553,6 +559,7 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
     for path in sorted(unused - kept):
         os.remove(path)
     st.artifacts = len(used_artifacts)
+    st.exported = list(st.signatures)
 
 
 def _origin(region) -> str:
@@ -706,6 +713,22 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
 
 
+def step_speculate(opts: ConvertOptions, st: ConversionResult) -> None:
+    """With --speculate: start the host with the dominant path as one graph, where it applies (speculate.py)."""
+    from .speculate import speculate
+
+    if not opts.speculate:
+        return
+    fusing = _fusing_backend(opts.backend)
+    if fusing is None:
+        st.speculation = f"not speculated: {opts.backend} runs no regions on onnxruntime"
+        return
+    backends = {fusing: opts.make_backend(fusing)}
+    st.speculation = speculate(st, backends[fusing], lambda name: backends.setdefault(name, opts.make_backend(name)))
+    st.artifacts = len({s.artifact for s in st.signatures if s.artifact})
+    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
+
+
 def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
     shutil.rmtree(os.path.join(st.workdir, ".scratch"), ignore_errors=True)
     if backend_class(opts.backend).consumes != TORCH_REGIONS:
@@ -733,6 +756,7 @@ STEPS: list[tuple[str, Callable]] = [
     ("fold_shapes", step_fold_shapes),
     ("export", step_export),
     ("fuse", step_fuse),
+    ("speculate", step_speculate),
     ("package", step_package),
     ("check", step_check),
 ]

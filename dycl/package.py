@@ -103,6 +103,7 @@ def summary(st) -> dict:
         "tuning": list(st.tuning),
         "fused": list(getattr(st, "fused", [])),
         "unfused": list(getattr(st, "unfused", [])),
+        "speculation": getattr(st, "speculation", ""),
         "observed_dynamic": list(getattr(st, "observed_dynamic", [])),
         "defaults": dict(program.defaults),
         "check": st.check.as_dict() if st.check else None,
@@ -182,12 +183,18 @@ def write_report(workdir: str, st) -> None:
     lines += ["## Host program", "", "Decisions and loops run in `host.py`; regions are compiled. The same graph "
               "is in `cfg.dot`" + (" (rendered: `cfg.svg`)." if os.path.exists(os.path.join(workdir, "cfg.svg")) else "."),
               "", "```", tree_text(program, os.path.basename(st.spec.path)).rstrip(), "```", ""]
-    inside = {name: s.name for s in st.signatures for name in s.fuses or ()}
+    inside: dict[str, list[str]] = {}  # region -> the graphs it is part of (a fused block, the speculation)
+    for s in st.signatures:
+        for name in s.fuses or ():
+            inside.setdefault(name, []).append(f"`{s.name}`")
+    own = {s.name for s in st.signatures}
     lines += ["## Regions", "", "| region | source | inputs | outputs | calls in exploration | compiled as |",
               "|---|---|---|---|---:|---|"]
     for r in program.regions:
         rec = st.exploration.records[r.name] if st.exploration else None
-        compiled = f"part of `{inside[r.name]}`" if r.name in inside else "its own graph"
+        graphs = inside.get(r.name, [])
+        compiled = "; ".join((["its own graph"] if r.name in own or not graphs else [])
+                             + ([f"part of {' and '.join(graphs)}"] if graphs else []))
         lines.append(f"| `{r.name}` | {r.origin.func} {r.origin.lines} | {', '.join(r.inputs)} | "
                      f"{', '.join(r.outputs)} | {rec.calls if rec else 0} | {compiled} |")
     if info["loops"]:
@@ -207,6 +214,8 @@ def write_report(workdir: str, st) -> None:
         if info["unfused"]:
             lines += ["", "Left in the host (correct, one backend call per region):", ""]
             lines += [f"- {u}" for u in info["unfused"]]
+    if info["speculation"]:
+        lines += ["", "## Speculation (--speculate)", "", info["speculation"]]
     fused_in = _fused_in(program)
     lines += ["", "## Decisions", "", "| id | class | source | taken by |", "|---|---|---|---|"]
     for d in program.decisions:

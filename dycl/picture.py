@@ -11,6 +11,7 @@ import html
 from rich.tree import Tree
 
 from hostgen.fused import FusedBlock
+from hostgen.speculation import Speculation
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code
 from rewrite.kinds import LoopKind
 
@@ -44,6 +45,10 @@ def _add(tree: Tree, nodes: list) -> None:
             ins, outs = ", ".join(node.args) or "–", ", ".join(node.outputs) or "–"
             _add(tree.add(f"[cyan]one region[/] [bold]{node.region}[/] ({node.origin.func} {node.origin.lines}): "
                           f"{ins} → {outs}  [dim](runs, inside its graph:)[/]"), node.nodes)
+        elif isinstance(node, Speculation):
+            tree.add(f"[cyan]speculation[/] [bold]{node.region}[/]: {', '.join(node.args) or '–'} → "
+                     f"{', '.join(node.outputs)}; returns {node.result} where {node.path()}  [dim]({node.hits} of "
+                     f"{node.samples} samples took that path; else the program below runs)[/]")
 
 
 def program_tree(program: Program, title: str) -> Tree:
@@ -129,6 +134,12 @@ class _Dot:
                 for src, label in body_exits:
                     self.edge(src, name, label, style="dashed")
                 exits = [(name, "done")] + breaks
+            elif isinstance(node, Speculation):  # the path's graph: returns where its decisions agree
+                name = self.node(f"{node.region} (speculation)\n{node.path()}", shape="box", style="filled,dashed",
+                                 fillcolor="#cfe2ff")
+                self._connect(exits, name)
+                self.edge(name, "exit", "every decision agrees")
+                exits = [(name, "else")]
             elif isinstance(node, FusedBlock):  # one region: its decisions and loops drawn inside a cluster
                 self.count += 1
                 self.lines.append(f"  subgraph cluster_{self.count} {{")

@@ -8,7 +8,8 @@ from rewrite.kinds import DecisionClass, LoopKind
 from .fused import FusedBlock
 
 from .comments import comment_lines, origin_comment, region_comment
-from .reroll import reroll
+from .reroll import _Rename, reroll
+from .speculation import Speculation
 
 __all__ = ["host_source"]
 
@@ -105,6 +106,31 @@ class _HostEmitter:
         lines[0] = lines[0].with_changes(leading_lines=comment_lines(*comments))
         return lines
 
+    def emit_Speculation(self, node: Speculation) -> list[cst.BaseStatement]:
+        """Call the path's region; return its answer only where every decision, tested here on the values it
+        read there, takes the path's arm."""
+        share = f"{node.hits} of {node.samples} sample inputs ({100 * node.hits / node.samples:.0f}%)"
+        comments = [f"# Speculation (--speculate): {share} took one path: {node.path()}.",
+                    f"# Region {node.region} runs that path as one graph and returns what its decisions read;",
+                    "# its answer stands only where each decision, tested as below, takes the same arm.",
+                    "# Otherwise the program below runs from the start (the speculative work is wasted)."]
+        call = cst.Call(cst.Attribute(cst.Name("regions"), cst.Name(node.region)),
+                        [cst.Arg(cst.Name(a)) for a in node.args])
+        tests = []
+        for guard in node.guards:
+            test = guard.decision.test.visit(_Rename(guard.renames, {}))
+            tests.append(test if guard.taken else _negated(test))
+        chained = _operand(tests[0], left=True)
+        for test in tests[1:]:  # in path order: a test runs only where the decisions before it agreed
+            chained = cst.BooleanOperation(chained, cst.And(), _operand(test, left=False))
+        returned = cst.SimpleStatementLine([cst.Return(cst.Name(node.result))])
+        called = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(_targets(node.outputs))], call)])
+        failed = cst.ExceptHandler(cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])], header=_comment(
+            "# failed off the path (say, an index only the path keeps in range)")), type=cst.Name("Exception"))
+        return [cst.Try(cst.IndentedBlock([called]), [failed],
+                        orelse=cst.Else(cst.IndentedBlock([cst.If(chained, cst.IndentedBlock([returned]))])),
+                        leading_lines=comment_lines(*comments))]
+
     @staticmethod
     def _decide(decision: str, dclass: DecisionClass, test, observe=()) -> cst.Call:
         args = [cst.Arg(cst.SimpleString(repr(decision))), cst.Arg(cst.SimpleString(repr(dclass.value))), cst.Arg(test)]
@@ -112,6 +138,19 @@ class _HostEmitter:
             values = cst.Tuple([cst.Element(cst.Name(n)) for n in observe])
             args.append(cst.Arg(cst.Lambda(cst.Parameters(), values)))
         return cst.Call(cst.Attribute(cst.Name("regions"), cst.Name("decide")), args)
+
+
+def _comment(text: str) -> cst.TrailingWhitespace:
+    return cst.TrailingWhitespace(whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(text))
+
+
+def _operand(test: cst.BaseExpression, left: bool) -> cst.BaseExpression:
+    """`test` as an operand of `and`: parenthesised where it would bind looser (`a or b`, `a if c else b`)."""
+    loose = isinstance(test, (cst.IfExp, cst.NamedExpr, cst.Lambda)) \
+        or isinstance(test, cst.BooleanOperation) and (not left or isinstance(test.operator, cst.Or))
+    if loose and not test.lpar:
+        return test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return test
 
 
 def _where(origin, emitted) -> str:

@@ -26,8 +26,8 @@ def _dump(tmp_path, step: str) -> str:
 
 
 def test_the_steps_are_named_in_order():
-    assert STEP_NAMES == ["load", "rewrite", "generate", "explore", "fold_shapes", "export", "fuse", "package",
-                          "check"]
+    assert STEP_NAMES == ["load", "rewrite", "generate", "explore", "fold_shapes", "export", "fuse", "speculate",
+                          "package", "check"]
     assert PASS_NAMES == ["parse", "partial_eval", "build", "tail_merge", "merge_across_host", "liveness"]
 
 
@@ -58,7 +58,7 @@ def test_dump_after_each_step(tmp_path, step):
     assert ("# ==== host.py ====" in text) == ("generate" in done)
     if step in ("explore", "fold_shapes"):
         assert "# exploration: the dims" in text and "not reached" not in text
-    if step in ("export", "fuse", "package", "check"):
+    if step in ("export", "fuse", "speculate", "package", "check"):
         assert ".onnx" in text  # the files listed: the regions' artifacts
     assert ("# ==== manifest.json ====" in text) == (step in ("package", "check"))
     assert ("# ==== report.md ====" in text) == (step == "check")
