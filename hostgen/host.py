@@ -8,7 +8,7 @@ from rewrite.kinds import DecisionClass, LoopKind
 from .fused import FusedBlock
 
 from .comments import comment_lines, origin_comment, region_comment
-from .reroll import _Rename, reroll
+from .reroll import Rename, reroll
 from .speculation import Speculation
 
 __all__ = ["host_source"]
@@ -118,7 +118,7 @@ class _HostEmitter:
                         [cst.Arg(cst.Name(a)) for a in node.args])
         tests = []
         for guard in node.guards:
-            test = guard.decision.test.visit(_Rename(guard.renames, {}))
+            test = guard.decision.test.visit(Rename(guard.renames, {}))
             tests.append(test if guard.taken else _negated(test))
         chained = _operand(tests[0], left=True)
         for test in tests[1:]:  # in path order: a test runs only where the decisions before it agreed

@@ -27,7 +27,7 @@ import re
 
 import libcst as cst
 
-__all__ = ["reroll"]
+__all__ = ["reroll", "Rename"]
 
 _MIN_TIMES = 3
 _MAX_PERIOD = 24
@@ -160,7 +160,7 @@ def _skeleton(stmt: cst.BaseStatement) -> str:
     return cst.Module([stmt.visit(_Skeleton())]).code
 
 
-class _Rename(cst.CSTTransformer):
+class Rename(cst.CSTTransformer):
     def __init__(self, names: dict[str, str], regions: dict[str, cst.BaseExpression],
                  integers: dict[int, cst.BaseExpression] | None = None):
         self.names, self.regions = names, regions
@@ -295,7 +295,7 @@ class _Roll:
         integers = {j: _progression(index, *p) for j, p in progressions.items()}
         for i, stmt in enumerate(self.bodies[0]):  # integers are numbered per statement
             before = _count(self.bodies[0][:i])
-            body.append(stmt.visit(_Rename(canonical, region_exprs, {j - before: e for j, e in integers.items()})))
+            body.append(stmt.visit(Rename(canonical, region_exprs, {j - before: e for j, e in integers.items()})))
         comment = "# a loop the conversion unrolled, rolled up again"
         if table_names:
             comment += f": regions from {', '.join(table_names.values())}"
@@ -400,7 +400,7 @@ def reroll(stmts: list[cst.BaseStatement]) -> tuple[list[cst.BaseStatement], lis
         taken |= {t.body[0].targets[0].target.value for t in table_src}
         out.extend(loop)
         tables.extend(table_src)
-        rename = _Rename(after, {})
+        rename = Rename(after, {})
         stmts = stmts[:roll.end] + [s.visit(rename) for s in stmts[roll.end:]]
         start = roll.end
     return out, tables
