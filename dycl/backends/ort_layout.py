@@ -86,6 +86,7 @@ class _Rewrite:
                 continue
             elif node.domain == "" and node.op_type == "ReduceSum" and len(node.input) == 1 \
                     and node.input[0] in blocked and attr(node, "keepdims", 1) == 0 \
+                    and attr(node, "axes") is None and attr(node, "noop_with_empty_axes", 0) == 0 \
                     and _only_read_by(node.output[0], nodes[index + 1:], outputs, _nan_test):
                 # a NaN guard's total (torch_nan): summed in another order, but NaN exactly when an element is
                 node.input[0] = blocked[node.input[0]][0]
