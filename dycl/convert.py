@@ -41,6 +41,7 @@ from .pins import observed_names, region_pins, unexplained_dims
 from .package import write_manifest, write_picture, write_report
 from .runtime.signature import GRAPH, INPUT, InputLeaf, OutputLeaf, Port, RegionSignature
 from .runtime.verify import sha256_file
+from .topk_order import UNSORTED_HINT
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "TimedOut", "convert", "STEPS", "Progress"]
 
@@ -104,6 +105,7 @@ class ConversionResult:
         self.unfused: list[str] = []
         self.exported: list[RegionSignature] = []  # every region export compiled, before fusion inlined some
         self.speculation = ""  # with --speculate: the speculative region made, or why none
+        self.unsorted_topk: list[str] = []  # regions whose topk(sorted=False) the package computes sorted
         self.natural_inputs: list[tuple] = []
         self.pins: dict = {}  # region -> pins.RegionPins: the shape tests that fix dims on the way to it
         self.observed_dynamic: list[dict] = []  # input dims the samples varied, made dynamic (not declared)
@@ -510,6 +512,8 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
         st.progress("export", f"exporting region {region.name} ({origin})", k, total)
         onnx_path = os.path.join(st.workdir, ".scratch", f"{region.name}.onnx")
         info = export_region(st.spec.model, fn, record, onnx_path, origin)
+        if info.get("unsorted_topk"):
+            st.unsorted_topk.append(f"{region.name} ({origin})")
         exported.append((region, record, fn, origin, onnx_path, info))
     artifacts = _Artifacts(st.workdir, st.compile_seconds, st.progress, opts.compile_all)
     artifacts.prepare(backend, [(r.name, path) for r, _, _, _, path, info in exported if info["graph_leaves"]], opts.jobs)
@@ -745,7 +749,8 @@ def step_check(opts: ConvertOptions, st: ConversionResult) -> None:
                                                                       done, total))
     write_report(st.workdir, st)
     if not st.check.passed:
-        raise RuntimeError(st.check.failure)
+        hint = UNSORTED_HINT.format(regions=", ".join(st.unsorted_topk)) if st.unsorted_topk else ""
+        raise RuntimeError("\n".join(filter(None, [st.check.failure, hint])))
 
 
 STEPS: list[tuple[str, Callable]] = [

@@ -6,7 +6,8 @@ models with 100+ regions. Tracing freezes any Python value computed from a
 tensor, so tracer warnings are errors here; and because exporters can
 silently specialise a dim, each graph's input dims are checked and the graph
 is run on every input signature exploration saw. Ops that would skip a NaN
-where torch returns it are rewritten to torch's semantics (see torch_nan).
+where torch returns it are rewritten to torch's semantics (see torch_nan). A
+`topk(sorted=False)` is exported, and verified, sorted (see topk_order).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .dims import name_dims
 from .explore import RegionRecord
 from .onnx_ops import register as register_onnx_ops
 from .runtime.spec import count_leaves
+from .topk_order import SortedTopk, sort_topk
 from .torch_nan import COMMON, repair as repair_nan
 from .trace_warnings import frozen_values
 
@@ -77,12 +79,13 @@ def export_region(model, fn, record: RegionRecord, path: str, origin: str) -> di
                           f"tracing would freeze into the graph: {frozen[0].message}")
     model = onnx.load(path)
     repaired = repair_nan(model, COMMON)
-    if _reshape_allows_zero(model.graph) or repaired:
+    unsorted = sort_topk(model.graph)
+    if _reshape_allows_zero(model.graph) or repaired or unsorted:
         onnx.save(model, path)
     graph = model.graph
     feeds = [int(i.name[1:]) for i in graph.input]
     _check_dims(record, graph, origin)
-    return {"graph_inputs": feeds, "graph_leaves": graph_leaves}
+    return {"graph_inputs": feeds, "graph_leaves": graph_leaves, "unsorted_topk": unsorted > 0}
 
 
 @contextlib.contextmanager
@@ -198,7 +201,7 @@ def verify_region(model, fn, record: RegionRecord, run, export_info: dict, origi
     if nonfinite:
         runs += _poisoned(record.trace_example())
     for example, frozen, torch_may_refuse in runs:
-        with torch.no_grad():
+        with torch.no_grad(), SortedTopk():
             try:
                 expected = [t.detach().numpy() for t in wrapper(*_fresh(example))]
             except Exception:
