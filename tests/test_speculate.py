@@ -14,12 +14,12 @@ from dycl.speculate import NoSpeculation, dominant_path, path_run
 from rewrite.cfg import HostStmt, If, Loop, Origin
 from rewrite.kinds import DecisionClass, LoopKind
 
-DOMINANT = os.path.join(MODELS, "c_speculate_dominant.py")
+DOMINANT = os.path.join(MODELS, "speculate_dominant.py")
 
 
 @pytest.fixture(scope="module")
 def speculating(tmp_path_factory):
-    """c_speculate_dominant with --speculate, the general program fused as tests fuse it (all)."""
+    """speculate_dominant with --speculate, the general program fused as tests fuse it (all)."""
     opts = ConvertOptions(DOMINANT, str(tmp_path_factory.mktemp("spec") / "pkg"))
     opts.fuse, opts.speculate = "all", True
     return convert(opts)
