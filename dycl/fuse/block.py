@@ -377,7 +377,7 @@ def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto
     """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there.
 
     `shapes` collects the dims the region declares for each value it reads: its rank, and each dim static where
-    every region reading it declares that size (None: unknown).
+    every region reading it declares that size (None: unknown); and those it declares for the values it computes.
     """
     args: list[Val] = []  # the region's input leaves, in order
     for var, inp in zip(region.inputs, signature.inputs):
@@ -388,9 +388,7 @@ def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto
         rename = {}
         for inp in model.graph.input:
             rename[inp.name] = args[int(inp.name[1:])].name
-            declared = inp.type.tensor_type
-            dims = [d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim] \
-                if declared.HasField("shape") else None
+            dims = _dims(inp)
             shapes[rename[inp.name]] = _agreed(shapes.get(rename[inp.name], dims), dims)
 
         def mapped(n: str) -> str:
@@ -411,10 +409,19 @@ def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto
             _rename_node(copy, prefix, mapped)
             g.add(copy)
         graph_outs = [Val(mapped(o.name), "array", o.type.tensor_type.elem_type) for o in model.graph.output]
+        for out in model.graph.output:
+            shapes.setdefault(mapped(out.name), _dims(out))
     leaves = iter([graph_outs[leaf.index] if leaf.source == GRAPH else args[leaf.index]
                    for leaf in signature.output_leaves])
     for out in signature.outputs:
         env[out.name] = _value_out(g, out.spec, leaves)
+
+
+def _dims(value: onnx.ValueInfoProto) -> list | None:
+    """The dims a graph input or output declares (None for one not fixed), or None without a shape."""
+    declared = value.type.tensor_type
+    return [d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim] \
+        if declared.HasField("shape") else None
 
 
 def _rename_node(node: onnx.NodeProto, prefix: str, mapped) -> None:

@@ -1,0 +1,104 @@
+"""The fused graph's peephole clean-up: glue nodes go, every output keeps its value on every input."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+
+from dycl.fuse.simplify import simplify
+
+
+def _run(model, feeds):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _ops(graph) -> list[str]:
+    ops = []
+    for node in graph.node:
+        ops.append(node.op_type)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                ops += _ops(attr.g)
+    return ops
+
+
+def _loop_model(counter_elem=T.INT64):
+    """`while ...: x += k; if not (x.sum() > limit): break; t += 1; if t >= 3: break` (`while True:`):
+    the glue a translated loop leaves in its body, around a region's `not`."""
+    body = h.make_graph(
+        [h.make_node("ReduceSum", ["x_in"], ["s"], keepdims=0),
+         h.make_node("Greater", ["s", "limit"], ["over"]),
+         h.make_node("Not", ["over"], ["under"]),  # what a region returns (torch's all() ends in Not)
+         h.make_node("Reshape", ["under", "scalar"], ["item"]),  # `.item()` of a value already 0-d
+         h.make_node("Not", ["item"], ["go_on"]),  # `if c: break`
+         h.make_node("Add", ["t_in", "one"], ["t"]),
+         h.make_node("GreaterOrEqual", ["t", "three"], ["done"]),
+         h.make_node("Not", ["done"], ["more"]),
+         h.make_node("And", ["go_on", "more"], ["both"]),
+         h.make_node("And", ["both", "true"], ["cond"]),  # `while True:`
+         h.make_node("Add", ["i", "zero"], ["target"]),  # `for k in range(n)`: k = i + 0
+         h.make_node("Cast", ["target"], ["target_f"], to=T.FLOAT),
+         h.make_node("Add", ["x_in", "target_f"], ["x"]),
+         h.make_node("Mul", ["t", "one"], ["t_unused"])],  # read by nothing
+        "body",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+         h.make_tensor_value_info("x_in", T.FLOAT, None), h.make_tensor_value_info("t_in", counter_elem, None)],
+        [h.make_tensor_value_info("cond", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, None),
+         h.make_tensor_value_info("t", counter_elem, None)],
+        initializer=[h.make_tensor("limit", T.FLOAT, [], [10.0]), h.make_tensor("scalar", T.INT64, [0], []),
+                     h.make_tensor("one", counter_elem, [], [1]), h.make_tensor("three", counter_elem, [], [3]),
+                     h.make_tensor("true", T.BOOL, [], [True]), h.make_tensor("zero", T.INT64, [], [0])])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["", "go", "x0", "t0"], ["x_last", "t_last"], body=body)], "g",
+        [h.make_tensor_value_info("x0", T.FLOAT, [4]), h.make_tensor_value_info("t0", counter_elem, [])],
+        [h.make_tensor_value_info("x_last", T.FLOAT, None), h.make_tensor_value_info("t_last", counter_elem, None)],
+        initializer=[h.make_tensor("go", T.BOOL, [], [True])])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("x0", [[0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 3.0, 3.5], [20.0, 0.0, 0.0, 0.0], [-9.0] * 4])
+def test_loop_glue_goes_and_every_exit_gives_the_same_values(x0):
+    model = _loop_model()
+    feeds = {"x0": np.array(x0, np.float32), "t0": np.array(0, np.int64)}
+    before = _run(model, feeds)
+    simplify(model, {"under": []})
+    after = _run(model, feeds)
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+    ops = _ops(model.graph)
+    assert "Reshape" not in ops and "Not" not in ops and "Mul" not in ops
+    assert ops.count("And") == 1 and ops.count("Add") == 2  # x + k, t + 1: no `+ 0`, no `and True`
+    assert "Less" in ops and "GreaterOrEqual" not in ops  # `not (t >= 3)` on integers: t < 3
+
+
+def test_float_comparisons_keep_their_not():
+    """`not (a >= b)` is not `a < b` when a is NaN: on floats the Not stays."""
+    model = _loop_model(counter_elem=T.FLOAT)
+    simplify(model, {"under": []})
+    ops = _ops(model.graph)
+    assert "GreaterOrEqual" in ops and ops.count("Not") == 1
+    feeds = {"x0": np.zeros(4, np.float32), "t0": np.array(np.nan, np.float32)}
+    np.testing.assert_array_equal(_run(model, feeds)[0], _run(_loop_model(T.FLOAT), feeds)[0])
+
+
+def test_reshape_stays_where_the_shape_changes_or_is_unknown():
+    """`.item()` of a [1] value reshapes it; without a known shape the Reshape stays too."""
+    for dims, declared in (([1], None), (None, None)):
+        graph = h.make_graph(
+            [h.make_node("Reshape", ["x", "scalar"], ["y"]), h.make_node("Not", ["y"], ["z"])], "g",
+            [h.make_tensor_value_info("x", T.BOOL, dims)], [h.make_tensor_value_info("z", T.BOOL, None)],
+            initializer=[h.make_tensor("scalar", T.INT64, [0], [])])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+        simplify(model, declared)
+        assert _ops(model.graph) == ["Reshape", "Not"]
+
+
+def test_model_outputs_keep_their_names():
+    """A top-level output computed by a removable node keeps its node: the runtime reads outputs by name."""
+    graph = h.make_graph([h.make_node("And", ["x", "true"], ["y"])], "g",
+                         [h.make_tensor_value_info("x", T.BOOL, [])], [h.make_tensor_value_info("y", T.BOOL, None)],
+                         initializer=[h.make_tensor("true", T.BOOL, [], [True])])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+    simplify(model)
+    assert [o.name for o in model.graph.output] == ["y"] and _ops(model.graph) == ["And"]
