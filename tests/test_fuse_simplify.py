@@ -102,3 +102,60 @@ def test_model_outputs_keep_their_names():
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
     simplify(model)
     assert [o.name for o in model.graph.output] == ["y"] and _ops(model.graph) == ["And"]
+
+
+def _counter_loop(op: str, start: int, limit: int, trips):
+    """`t = start; while 40 > x.sum(): x += 1; t += 1; if not (t OP limit): break` with an optional trip count
+    (a constant, a graph input, or none)."""
+    body = h.make_graph(
+        [h.make_node("Add", ["x_in", "onef"], ["x"]),
+         h.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+         h.make_node("Greater", ["forty", "s"], ["small"]),
+         h.make_node("Add", ["t_in", "one"], ["t"]),
+         h.make_node(op, ["t", "limit"], ["under"]),
+         h.make_node("And", ["small", "under"], ["cond"])],
+        "body",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+         h.make_tensor_value_info("x_in", T.FLOAT, None), h.make_tensor_value_info("t_in", T.INT64, None)],
+        [h.make_tensor_value_info("cond", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, None),
+         h.make_tensor_value_info("t", T.INT64, None), h.make_tensor_value_info("x", T.FLOAT, None)],
+        initializer=[h.make_tensor("onef", T.FLOAT, [], [1.0]), h.make_tensor("forty", T.FLOAT, [], [40.0]),
+                     h.make_tensor("one", T.INT64, [], [1]), h.make_tensor("limit", T.INT64, [], [limit])])
+    inits = [h.make_tensor("go", T.BOOL, [], [True]), h.make_tensor("t0", T.INT64, [], [start])]
+    inputs = [h.make_tensor_value_info("x0", T.FLOAT, [4])]
+    if trips == "input":
+        inputs.append(h.make_tensor_value_info("m", T.INT64, []))
+    elif trips is not None:
+        inits.append(h.make_tensor("m", T.INT64, [], [trips]))
+    graph = h.make_graph(
+        [h.make_node("Loop", ["m" if trips is not None else "", "go", "x0", "t0"], ["x_last", "t_last", "xs"],
+                     body=body)], "g", inputs,
+        [h.make_tensor_value_info(n, e, None) for n, e in (("x_last", T.FLOAT), ("t_last", T.INT64), ("xs", T.FLOAT))],
+        initializer=inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("op", ["Less", "LessOrEqual"])
+@pytest.mark.parametrize("start,limit", [(0, 3), (2, 3), (5, 3), (3, 3), (-4, 20)])
+@pytest.mark.parametrize("trips", [None, 2, 50, "input"])
+def test_a_counter_bound_becomes_the_trip_count(op, start, limit, trips):
+    """Both ways out (the counter, the sum) and a trip count of its own: the same iterations, the same values."""
+    model = _counter_loop(op, start, limit, trips)
+    simplify(model)
+    assert op not in _ops(model.graph) and "And" not in _ops(model.graph)
+    for x0 in (np.zeros(4, np.float32), np.full(4, 6.0, np.float32), np.full(4, 20.0, np.float32)):
+        for m in ([0, 1, 4, 30] if trips == "input" else [None]):
+            feeds = {"x0": x0} if m is None else {"x0": x0, "m": np.array(m, np.int64)}
+            expected = _run(_counter_loop(op, start, limit, trips), feeds)
+            got = _run(model, feeds)
+            for a, b in zip(expected, got):
+                assert a.shape == b.shape
+                np.testing.assert_array_equal(a, b)
+
+
+def test_a_counter_that_does_not_step_by_one_keeps_its_test():
+    model = _counter_loop("Less", 0, 3, None)
+    body = model.graph.node[0].attribute[0].g
+    next(i for i in body.initializer if i.name == "one").int64_data[:] = [2]
+    simplify(model)
+    assert "Less" in _ops(model.graph) and model.graph.node[-1].input[0] == ""

@@ -100,6 +100,8 @@ class _Pass:
             node.input[:] = [self.resolve(n) for n in node.input]
             for sub in _subgraphs(node):
                 self.graph(sub)
+            if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
+                self._bound(node, graph, kept)
             same = self._equal_input(node)
             if same is not None and len(node.output) == 1:
                 out = node.output[0]
@@ -162,6 +164,57 @@ class _Pass:
             return
         node.op_type = _INVERSE[inner.op_type]
         node.input[:] = list(inner.input)
+
+
+    def _bound(self, loop, graph, kept: list) -> None:
+        """`and t < K` in a Loop body's condition, with `t` carried from a constant and one more each
+        iteration, as the Loop's trip count (capped once, before the loop) instead of two nodes per iteration."""
+        body = next(a.g for a in loop.attribute if a.name == "body")
+        made = {out: node for node in body.node for out in node.output}
+        both = made.get(body.output[0].name)
+        if both is None or both.op_type != "And" or both.domain not in ("", "ai.onnx"):
+            return
+        outputs = {o.name for o in body.output}
+        for k in (0, 1):
+            rest, trips = both.input[1 - k], self._trips(loop, body, made, both.input[k])
+            if trips is None or rest not in made or rest in outputs:
+                continue
+            name = f"{both.output[0]}_trips"
+            bound = onnx.helper.make_tensor(name, onnx.TensorProto.INT64, [], [trips])
+            if loop.input[0] in self.consts:
+                bound = onnx.helper.make_tensor(name, onnx.TensorProto.INT64, [],
+                                                [min(trips, int(self.consts[loop.input[0]]))])
+            elif loop.input[0]:
+                graph.initializer.append(onnx.helper.make_tensor(f"{name}_most", onnx.TensorProto.INT64, [], [trips]))
+                kept.append(onnx.helper.make_node("Min", [loop.input[0], f"{name}_most"], [name], name=name))
+                bound = None
+            if bound is not None:
+                graph.initializer.append(bound)
+            loop.input[0] = name
+            body.output[0].name = rest  # the And goes with nothing reading it
+            return
+
+    def _trips(self, loop, body, made: dict, term: str) -> int | None:
+        """The iterations after which `term` (`t < K` or `t <= K`, t the new value of a counter) turns False."""
+        compare = made.get(term)
+        if compare is None or compare.op_type not in ("Less", "LessOrEqual") or compare.domain not in ("", "ai.onnx"):
+            return None
+        count, limit = compare.input
+        step = made.get(count)
+        if step is None or step.op_type != "Add" or step.domain not in ("", "ai.onnx"):
+            return None
+        slots = [k for k, out in enumerate(body.output[1:len(body.input) - 1]) if out.name == count]
+        if len(slots) != 1 or 2 + slots[0] >= len(loop.input):
+            return None
+        carried, start = body.input[2 + slots[0]].name, loop.input[2 + slots[0]]
+        one = [x for x in step.input if x != carried]
+        if len(one) != 1 or len(step.input) != 2 or carried not in step.input:
+            return None
+        values = [self.consts.get(n) for n in (one[0], limit, start)]
+        if any(v is None or v.ndim != 0 or v.dtype != np.int64 for v in values) or int(values[0]) != 1:
+            return None
+        last = int(values[1]) - int(values[2]) + (compare.op_type == "LessOrEqual")
+        return max(last, 1) if abs(last) < 2 ** 62 else None
 
 
 def _reads(graph, into: set) -> set:
