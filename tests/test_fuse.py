@@ -127,6 +127,19 @@ def test_fused_graph_matches_the_host(converted, path):
     assert sum(calls_a) < sum(calls_b)
 
 
+@pytest.mark.parametrize("path", [os.path.join(ZOO, "caption.py"), os.path.join(ZOO, "seq2seq.py"),
+                                  os.path.join(MODELS, "c_for_break_decoder.py")],
+                         ids=lambda p: os.path.basename(p)[:-3])
+def test_a_list_a_fused_loop_builds_is_stacked_in_its_graph(converted, path):
+    """`torch.stack(tokens, dim=1)` after a loop that runs at least once: the loop's stacked items, axis moved
+    in the graph; the host neither splits them into a list nor joins it again."""
+    result = converted(path, check=20)
+    assert result.check.passed and result.check.eta == 0
+    code = [line.strip() for line in open(os.path.join(result.out, "host.py")) if not line.strip().startswith("#")]
+    assert not [line for line in code if "np.stack" in line or ".extend(" in line or line.endswith("= []")]
+    assert len([line for line in code if "= regions." in line]) == 1
+
+
 def test_measured_fusion_keeps_a_graph_only_where_it_was_faster(converted):
     """The default: every correct block is timed against the host; the slower side goes, with the timings."""
     result = converted(os.path.join(ZOO, "branchynet.py"), check=20, fuse="measured")

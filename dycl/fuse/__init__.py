@@ -63,7 +63,8 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     else:
         live = [n for n in env if env.bound(n) and n in outside and not _host_list(env[n])]
         vals = [env[n] for n in live]
-    vals = vals + list(ctx.scans.values())
+    scans = ctx.scans if block.ret is None else {}  # a run that returns: nothing after it reads the lists
+    vals = vals + list(scans.values())
     out_leaves = [leaf for v in vals for leaf in v.leaves()]
     if not out_leaves:  # onnxruntime runs no graph without outputs (dead stores leave such runs)
         raise Unfusable("nothing after it reads what it computes")
@@ -81,7 +82,7 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="dycl",
                               ir_version=ir)
     simplify(model, ctx.shapes)
-    out_names = live + [f"{lst}_items" for lst in ctx.scans]
+    out_names = live + [f"{lst}_items" for lst in scans]
     origin = _span(run)
     fused = RegionSignature(
         name=name,
@@ -98,10 +99,10 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     )
     # The host makes the empty lists that its loops' items extend, or that it reads afterwards.
     hoisted = [n for n in run if isinstance(n, HostStmt) and _empty_list(n.node)
-               and (n.node.targets[0].target.value in ctx.scans
+               and (n.node.targets[0].target.value in scans
                     or returns is None and n.node.targets[0].target.value in outside
                     and n.node.targets[0].target.value not in live)]
-    block = FusedBlock(name, [n for n, _ in inputs], out_names, [(lst, f"{lst}_items") for lst in ctx.scans],
+    block = FusedBlock(name, [n for n, _ in inputs], out_names, [(lst, f"{lst}_items") for lst in scans],
                        hoisted, run, origin)
     if returns is not None:
         block.returns = ctx.returns[0][0]

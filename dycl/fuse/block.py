@@ -234,8 +234,11 @@ class Block:
                 raise Unfusable(f"`{code(node.iter)}` does not range over Python ints")
             trips = self.g.op("Max", [self.g.op("Sub", [stop.name, start.name]), self.g.const(0, "int").name])
             cond0 = self.g.const(True, "bool")
+            bounds = [self.g.known(start), self.g.known(stop)]
+            runs = None not in bounds and bounds[1] - bounds[0] >= 1  # at least once
         else:
             trips, cond0 = "", expr.test(node.test)
+            runs = self.g.known(cond0) is True
         outside = names_outside(self.ctx.program, {id(node)})
         if target is not None and target in outside:
             raise Unfusable(f"the loop variable `{target}` is used after the loop")
@@ -295,7 +298,9 @@ class Block:
             except Unfusable:
                 before = None
             if isinstance(before, Tup) and before.is_list:
-                self.env[lst] = Appended(before)
+                dims = self.ctx.shapes.get(val.name)
+                self.env[lst] = Appended(before, self.ctx.scans[lst] if runs else None,
+                                         None if dims is None else len(dims))
 
 
 def graph_outputs(graph: Graph, names: list[str]) -> list[str]:
