@@ -159,3 +159,19 @@ def test_a_counter_that_does_not_step_by_one_keeps_its_test():
     next(i for i in body.initializer if i.name == "one").int64_data[:] = [2]
     simplify(model)
     assert "Less" in _ops(model.graph) and model.graph.node[-1].input[0] == ""
+
+
+def test_a_counter_nothing_reads_after_its_loop_is_no_longer_carried():
+    """Once its test is the trip count, a counter read by nothing after the loop only feeds itself: it goes."""
+    def model():
+        m = _counter_loop("Less", 0, 3, None)
+        del m.graph.output[1]  # t_last
+        return m
+
+    simplified = model()
+    simplify(simplified)
+    loop = simplified.graph.node[-1]
+    assert list(loop.output) == ["x_last", "xs"] and len(loop.input) == 3 and _ops(simplified.graph).count("Add") == 1
+    for x0 in (np.zeros(4, np.float32), np.full(4, 20.0, np.float32)):
+        for a, b in zip(_run(model(), {"x0": x0}), _run(simplified, {"x0": x0})):
+            np.testing.assert_array_equal(a, b)

@@ -217,6 +217,35 @@ class _Pass:
         return max(last, 1) if abs(last) < 2 ** 62 else None
 
 
+def _unread_carried(loop, used: set) -> None:
+    """Drop the loop-carried values nothing reads after the loop and that only feed themselves inside
+    (a counter whose test became the trip count): their update runs no more."""
+    body = next(a.g for a in loop.attribute if a.name == "body")
+    removed = True
+    while removed:
+        removed = False
+        for k in range(len(body.input) - 2):
+            if loop.output[k] in used:
+                continue
+            others = [o.name for j, o in enumerate(body.output) if j != 1 + k]
+            if body.input[2 + k].name in _needed(body, others):
+                continue
+            del loop.input[2 + k], loop.output[k], body.input[2 + k], body.output[1 + k]
+            removed = True
+            break
+
+
+def _needed(graph, names: list[str]) -> set:
+    """The names computing `names` in `graph` reads (a backward slice)."""
+    needed = set(names)
+    for node in reversed(graph.node):
+        if any(o in needed for o in node.output):
+            needed.update(node.input)
+            for sub in _subgraphs(node):
+                _reads(sub, needed)
+    return needed
+
+
 def _reads(graph, into: set) -> set:
     """Every name the nodes of `graph` and of the graphs inside it read."""
     for node in graph.node:
@@ -227,17 +256,18 @@ def _reads(graph, into: set) -> set:
 
 
 def _dead(graph) -> None:
-    """Drop nodes and initializers nothing reads, inner graphs first (their reads shrink)."""
-    for node in graph.node:
-        for sub in _subgraphs(node):
-            _dead(sub)
+    """Drop nodes, loop-carried values and initializers nothing reads; a node's inner graphs once the
+    graph around knows which of the node's outputs are read."""
     used = {o.name for o in graph.output}
     kept = []
     for node in reversed(graph.node):
         if any(o and o in used for o in node.output):
             kept.append(node)
+            if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
+                _unread_carried(node, used)
             used.update(node.input)
             for sub in _subgraphs(node):
+                _dead(sub)
                 _reads(sub, used)
     del graph.node[:]
     graph.node.extend(reversed(kept))
