@@ -175,3 +175,24 @@ def test_a_counter_nothing_reads_after_its_loop_is_no_longer_carried():
     for x0 in (np.zeros(4, np.float32), np.full(4, 20.0, np.float32)):
         for a, b in zip(_run(model(), {"x0": x0}), _run(simplified, {"x0": x0})):
             np.testing.assert_array_equal(a, b)
+
+
+def test_constant_nodes_become_initializers_of_their_graph():
+    """In an If arm too (onnxruntime saved one such arm's constant twice); an output stays a node's."""
+    def arm(name, value):
+        return h.make_graph([h.make_node("Constant", [], [f"{name}_c"], value=h.make_tensor("v", T.FLOAT, [], [value])),
+                             h.make_node("Add", ["x", f"{name}_c"], [f"{name}_y"]),
+                             h.make_node("Constant", [], [f"{name}_out"], value=h.make_tensor("v", T.FLOAT, [], [value]))],
+                            name, [], [h.make_tensor_value_info(f"{name}_y", T.FLOAT, None),
+                                       h.make_tensor_value_info(f"{name}_out", T.FLOAT, None)])
+    graph = h.make_graph([h.make_node("If", ["c"], ["y", "k"], then_branch=arm("then", 1.0), else_branch=arm("else", 2.0))],
+                         "g", [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [2])],
+                         [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("k", T.FLOAT, None)])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+    simplify(model)
+    for attr in model.graph.node[0].attribute:
+        assert [n.op_type for n in attr.g.node] == ["Add", "Constant"] and len(attr.g.initializer) == 1
+    for c, (y, k) in ((True, (1.0, 1.0)), (False, (2.0, 2.0))):
+        got = _run(model, {"c": np.array(c), "x": np.zeros(2, np.float32)})
+        np.testing.assert_array_equal(got[0], [y, y])
+        assert got[1] == k

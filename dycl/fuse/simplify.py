@@ -35,6 +35,7 @@ def simplify(model: onnx.ModelProto, declared: dict[str, list | None] | None = N
     values whose shape inference leaves open (a loop body's values derive from loop-carried ones, which
     ONNX types without a shape).
     """
+    _initializers(model.graph)
     types = _types(model)
     for name, dims in (declared or {}).items():
         elem, shape = types.get(name, (None, None))
@@ -43,6 +44,29 @@ def simplify(model: onnx.ModelProto, declared: dict[str, list | None] | None = N
     pass_ = _Pass(types)
     pass_.graph(model.graph, top=True)
     _dead(model.graph)
+
+
+def _initializers(graph) -> None:
+    """Constant nodes (torch's export and the NaN repairs write them) as initializers of their graph.
+
+    The rewrites read constants from initializers; and onnxruntime 1.32, saving a graph optimised at level
+    EXTENDED whose nested If arms hold Constant nodes, wrote one arm's constant both as a node and as an
+    initializer (an invalid model: MoE's fused graph once the router's ArgMax repair held Constants).
+    """
+    kept, outputs = [], {o.name for o in graph.output}
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            _initializers(sub)
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") \
+                and [a.name for a in node.attribute] == ["value"] and node.output[0] not in outputs:
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(node.attribute[0].t)
+            tensor.name = node.output[0]
+            graph.initializer.append(tensor)
+        else:
+            kept.append(node)
+    del graph.node[:]
+    graph.node.extend(kept)
 
 
 def _types(model: onnx.ModelProto) -> dict[str, tuple]:
