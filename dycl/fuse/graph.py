@@ -192,16 +192,18 @@ class Expr:
             return Val(self.g.op(op, [self.test(node.left, cond).name, self.test(node.right, cond).name]), "bool")
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             return Val(self.g.op("Not", [self.test(node.expression, cond).name]), "bool")
-        if cond and isinstance(node, cst.Comparison):
+        if isinstance(node, cst.Comparison):
             direct = self._compare_item(node)
-            if direct is not None:
-                return direct
+            if direct is not None:  # a loop's test is a Python bool: 0-d
+                return direct if cond else self.g.scalar(Val(direct.name, "array", TensorProto.BOOL))
         return self.g.truth(self(node))
 
     def _compare_item(self, node: cst.Comparison) -> Val | None:
-        """`a.item() OP c` in a test, for a number literal `c` exact in `a`'s element type: compared on `a`
-        as it is, in its own type (no Reshape, no Cast to a Python number; the result is exact, as both
-        sides are), giving a one-element bool of `a`'s shape, which an If takes as its condition."""
+        """`a.item() OP c` in a test, for a number literal `c`: compared on `a` as it is, in its own type (no
+        Reshape, no Cast to a Python number), giving a one-element bool of `a`'s shape, which an If takes as
+        its condition. `c` is exact in `a`'s type, or, for a float `a` and an ordering, the value of that type
+        next to `c` on the side that gives every value of the type the same answer (`a < 0.99` on float32
+        is `a < float32 just above 0.99`)."""
         if len(node.comparisons) != 1 or type(node.comparisons[0].operator) not in _COMPARE:
             return None
         left, target = node.left, node.comparisons[0]
@@ -215,11 +217,8 @@ class Expr:
         dtype = _NP_OF_ELEM.get(getattr(array, "elem", None)) if isinstance(array, Val) else None
         if array.kind != "array" or dtype is None or (isinstance(literal, float) and dtype.kind != "f"):
             return None
-        try:
-            exact = np.array(literal, dtype=dtype)
-        except OverflowError:
-            return None
-        if exact.item() != literal:
+        exact = _bound(literal, dtype, type(target.operator))
+        if exact is None:
             return None
         const = self.g.names.fresh("const")
         self.g.initializers.append(helper.make_tensor(const, array.elem, [], [exact.item()]))
@@ -382,6 +381,23 @@ class Expr:
 
 _NP_OF_ELEM = {TensorProto.FLOAT: np.dtype("float32"), TensorProto.DOUBLE: np.dtype("float64"),
                TensorProto.INT64: np.dtype("int64"), TensorProto.INT32: np.dtype("int32")}
+
+
+def _bound(literal: int | float, dtype: np.dtype, operator: type) -> np.ndarray | None:
+    """The value of `dtype` that `a OP literal` may compare `a` with, for every `a` of that type; None if none."""
+    try:
+        with np.errstate(over="ignore"):
+            near = np.array(literal, dtype=dtype)
+    except OverflowError:
+        return None
+    if near.item() == literal:
+        return near
+    if dtype.kind != "f" or operator in (cst.Equal, cst.NotEqual):
+        return None
+    up = operator in (cst.LessThan, cst.GreaterThanEqual)  # a < c is a < (the first value above c)
+    if (near.item() > literal) != up:
+        near = np.nextafter(near, np.array(np.inf if up else -np.inf, dtype=dtype))
+    return np.array(near, dtype=dtype)
 
 
 def _number(node: cst.BaseExpression) -> int | float | None:
