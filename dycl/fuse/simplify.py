@@ -173,7 +173,7 @@ class _Pass:
             for k in ((0, 1) if op != "Sub" else (1,)):
                 value, other = self.consts.get(ins[k]), self.types.get(ins[1 - k])
                 if value is not None and value.ndim == 0 and value.dtype.kind in "iu" and int(value) == identity \
-                        and other is not None and other[0] in _INTS and other[0] == self.types.get(ins[k])[0]:
+                        and other is not None and other[0] in _INTS and other[0] == self.types.get(ins[k], (None,))[0]:
                     return ins[1 - k]
         return None
 
