@@ -87,3 +87,40 @@ def test_compare_is_relative_above_one():
 def test_package_with_large_magnitudes_passes_its_check(converted):
     result = converted(os.path.join(MODELS, "fuzz_large_magnitudes.py"), check=20)
     assert result.check.passed and result.check.delta <= 1e-4
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("elem", [onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_repaired_arg_ops_answer_as_torch_does(op, elem, keepdims):
+    """The first NaN wins, also over ±inf before it and over the largest finite value; without NaN, the
+    first extreme. Float32 and float16 compare as float64 in five nodes; float64 keeps the mask repair."""
+    import onnxruntime as ort
+    import torch
+    from onnx import helper
+
+    from dycl.torch_nan import COMMON, repair
+
+    big = {onnx.TensorProto.FLOAT: np.finfo(np.float32).max, onnx.TensorProto.FLOAT16: np.finfo(np.float16).max,
+           onnx.TensorProto.DOUBLE: np.finfo(np.float64).max}[elem]
+    dtype = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float16,
+             onnx.TensorProto.DOUBLE: np.float64}[elem]
+    nan, inf = np.nan, np.inf
+    rows = [[1, nan, 3, nan, 0], [inf, 2, nan, 1, -inf], [-inf, 2, nan, 1, inf], [big, inf, -big, -inf, 0],
+            [-big, -inf, big, inf, -inf], [nan, nan, nan, nan, nan], [3, 1, 3, 1, 2], [0, 0, 0, 0, 0],
+            [2, -inf, -inf, nan, 5]]
+    x = np.array(rows, dtype=dtype)
+    shape = [len(rows), 1] if keepdims else [len(rows)]
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node(op, ["x"], ["y"], axis=1, keepdims=keepdims)], "g",
+        [helper.make_tensor_value_info("x", elem, list(x.shape))],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT64, shape)]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    assert repair(model, COMMON)
+    ops = [n.op_type for n in model.graph.node if n.op_type != "Constant"]
+    assert len(ops) == (5 if elem != onnx.TensorProto.DOUBLE else 7), ops
+    got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    fn = torch.argmax if op == "ArgMax" else torch.argmin
+    expected = fn(torch.from_numpy(x.astype(np.float64) if elem == onnx.TensorProto.FLOAT16 else x), dim=1,
+                  keepdim=bool(keepdims)).numpy()
+    np.testing.assert_array_equal(got, expected)

@@ -28,6 +28,7 @@ from ..runtime.signature import GRAPH, InputLeaf, OutputLeaf, Param, Port, Regio
 from .block import Block, Context, graph_outputs
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
+from .simplify import simplify
 
 __all__ = ["Unfusable", "Fusion", "fuse_program", "called_regions"]
 
@@ -62,7 +63,8 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     else:
         live = [n for n in env if env.bound(n) and n in outside and not _host_list(env[n])]
         vals = [env[n] for n in live]
-    vals = vals + list(ctx.scans.values())
+    scans = ctx.scans if block.ret is None else {}  # a run that returns: nothing after it reads the lists
+    vals = vals + list(scans.values())
     out_leaves = [leaf for v in vals for leaf in v.leaves()]
     if not out_leaves:  # onnxruntime runs no graph without outputs (dead stores leave such runs)
         raise Unfusable("nothing after it reads what it computes")
@@ -79,7 +81,8 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     ir = max([models[r].ir_version for r in called if r in models] or [8])
     model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="dycl",
                               ir_version=ir)
-    out_names = live + [f"{lst}_items" for lst in ctx.scans]
+    simplify(model, ctx.shapes)
+    out_names = live + [f"{lst}_items" for lst in scans]
     origin = _span(run)
     fused = RegionSignature(
         name=name,
@@ -96,10 +99,10 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     )
     # The host makes the empty lists that its loops' items extend, or that it reads afterwards.
     hoisted = [n for n in run if isinstance(n, HostStmt) and _empty_list(n.node)
-               and (n.node.targets[0].target.value in ctx.scans
+               and (n.node.targets[0].target.value in scans
                     or returns is None and n.node.targets[0].target.value in outside
                     and n.node.targets[0].target.value not in live)]
-    block = FusedBlock(name, [n for n, _ in inputs], out_names, [(lst, f"{lst}_items") for lst in ctx.scans],
+    block = FusedBlock(name, [n for n, _ in inputs], out_names, [(lst, f"{lst}_items") for lst in scans],
                        hoisted, run, origin)
     if returns is not None:
         block.returns = ctx.returns[0][0]

@@ -234,8 +234,11 @@ class Block:
                 raise Unfusable(f"`{code(node.iter)}` does not range over Python ints")
             trips = self.g.op("Max", [self.g.op("Sub", [stop.name, start.name]), self.g.const(0, "int").name])
             cond0 = self.g.const(True, "bool")
+            bounds = [self.g.known(start), self.g.known(stop)]
+            runs = None not in bounds and bounds[1] - bounds[0] >= 1  # at least once
         else:
             trips, cond0 = "", expr.test(node.test)
+            runs = self.g.known(cond0) is True
         outside = names_outside(self.ctx.program, {id(node)})
         if target is not None and target in outside:
             raise Unfusable(f"the loop variable `{target}` is used after the loop")
@@ -295,7 +298,9 @@ class Block:
             except Unfusable:
                 before = None
             if isinstance(before, Tup) and before.is_list:
-                self.env[lst] = Appended(before)
+                dims = self.ctx.shapes.get(val.name)
+                self.env[lst] = Appended(before, self.ctx.scans[lst] if runs else None,
+                                         None if dims is None else len(dims))
 
 
 def graph_outputs(graph: Graph, names: list[str]) -> list[str]:
@@ -377,7 +382,7 @@ def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto
     """Copy a region's graph into `g`, reading its inputs from `env` and binding its outputs there.
 
     `shapes` collects the dims the region declares for each value it reads: its rank, and each dim static where
-    every region reading it declares that size (None: unknown).
+    every region reading it declares that size (None: unknown); and those it declares for the values it computes.
     """
     args: list[Val] = []  # the region's input leaves, in order
     for var, inp in zip(region.inputs, signature.inputs):
@@ -388,9 +393,7 @@ def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto
         rename = {}
         for inp in model.graph.input:
             rename[inp.name] = args[int(inp.name[1:])].name
-            declared = inp.type.tensor_type
-            dims = [d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim] \
-                if declared.HasField("shape") else None
+            dims = _dims(inp)
             shapes[rename[inp.name]] = _agreed(shapes.get(rename[inp.name], dims), dims)
 
         def mapped(n: str) -> str:
@@ -411,10 +414,19 @@ def _inline(g: Graph, region, signature: RegionSignature, model: onnx.ModelProto
             _rename_node(copy, prefix, mapped)
             g.add(copy)
         graph_outs = [Val(mapped(o.name), "array", o.type.tensor_type.elem_type) for o in model.graph.output]
+        for out in model.graph.output:
+            shapes.setdefault(mapped(out.name), _dims(out))
     leaves = iter([graph_outs[leaf.index] if leaf.source == GRAPH else args[leaf.index]
                    for leaf in signature.output_leaves])
     for out in signature.outputs:
         env[out.name] = _value_out(g, out.spec, leaves)
+
+
+def _dims(value: onnx.ValueInfoProto) -> list | None:
+    """The dims a graph input or output declares (None for one not fixed), or None without a shape."""
+    declared = value.type.tensor_type
+    return [d.dim_value if d.HasField("dim_value") else None for d in declared.shape.dim] \
+        if declared.HasField("shape") else None
 
 
 def _rename_node(node: onnx.NodeProto, prefix: str, mapped) -> None:

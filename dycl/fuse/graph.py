@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from rewrite.cfg import code
 
@@ -79,11 +79,15 @@ class Appended(Tup):
     """A host list after a loop appended to it: holds the items from before the loop.
 
     The loop's items come back stacked and the host extends the list, so the graph
-    cannot read the whole list after the loop.
+    cannot read the whole list after the loop, except as `np.stack(lst, axis)`: `stacked`
+    (the loop's items on a new axis 0) where the list held no items before a loop that runs at
+    least once (np.stack of an empty list raises), `item_rank` the rank of an item where known.
     """
 
-    def __init__(self, before: Tup):
+    def __init__(self, before: Tup, stacked: "Val | None" = None, item_rank: int | None = None):
         super().__init__(before.items, is_list=True)
+        self.stacked = None if before.items else stacked
+        self.item_rank = item_rank
 
 
 def read(env: "Env", name: str):
@@ -123,6 +127,11 @@ class Graph:
         name = self.names.fresh("const")
         self.initializers.append(helper.make_tensor(name, _SCALAR_ELEM[kind], [], [value]))
         return Val(name, kind)
+
+    def known(self, val: Val):
+        """The Python value of a scalar constant made in this graph (see const); None for anything else."""
+        init = next((i for i in self.initializers if i.name == val.name and not i.dims), None)
+        return None if init is None else numpy_helper.to_array(init).item()
 
     def cast(self, val: Val, kind: str) -> Val:
         if val.kind == kind:
@@ -183,16 +192,18 @@ class Expr:
             return Val(self.g.op(op, [self.test(node.left, cond).name, self.test(node.right, cond).name]), "bool")
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             return Val(self.g.op("Not", [self.test(node.expression, cond).name]), "bool")
-        if cond and isinstance(node, cst.Comparison):
+        if isinstance(node, cst.Comparison):
             direct = self._compare_item(node)
-            if direct is not None:
-                return direct
+            if direct is not None:  # a loop's test is a Python bool: 0-d
+                return direct if cond else self.g.scalar(Val(direct.name, "array", TensorProto.BOOL))
         return self.g.truth(self(node))
 
     def _compare_item(self, node: cst.Comparison) -> Val | None:
-        """`a.item() OP c` in a test, for a number literal `c` exact in `a`'s element type: compared on `a`
-        as it is, in its own type (no Reshape, no Cast to a Python number; the result is exact, as both
-        sides are), giving a one-element bool of `a`'s shape, which an If takes as its condition."""
+        """`a.item() OP c` in a test, for a number literal `c`: compared on `a` as it is, in its own type (no
+        Reshape, no Cast to a Python number), giving a one-element bool of `a`'s shape, which an If takes as
+        its condition. `c` is exact in `a`'s type, or, for a float `a` and an ordering, the value of that type
+        next to `c` on the side that gives every value of the type the same answer (`a < 0.99` on float32
+        is `a < float32 just above 0.99`)."""
         if len(node.comparisons) != 1 or type(node.comparisons[0].operator) not in _COMPARE:
             return None
         left, target = node.left, node.comparisons[0]
@@ -206,11 +217,8 @@ class Expr:
         dtype = _NP_OF_ELEM.get(getattr(array, "elem", None)) if isinstance(array, Val) else None
         if array.kind != "array" or dtype is None or (isinstance(literal, float) and dtype.kind != "f"):
             return None
-        try:
-            exact = np.array(literal, dtype=dtype)
-        except OverflowError:
-            return None
-        if exact.item() != literal:
+        exact = _bound(literal, dtype, type(target.operator))
+        if exact is None:
             return None
         const = self.g.names.fresh("const")
         self.g.initializers.append(helper.make_tensor(const, array.elem, [], [exact.item()]))
@@ -292,6 +300,9 @@ class Expr:
             if value.kind != "array":
                 raise Unfusable(f"`{code(node)}`: .item() of a Python scalar")
             return self.g.scalar(value)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "np" \
+                and func.attr.value == "stack":
+            return self._stack(node)
         if isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and len(node.args) == 1:
             value = self.g.scalar(self(node.args[0].value))
             if func.value == "bool":
@@ -300,6 +311,25 @@ class Expr:
                 raise Unfusable(f"`{code(node)}`: int() of a float truncates; not expressed in ONNX")
             return self.g.cast(value, func.value)
         raise Unfusable(f"`{code(node)}` has no ONNX form here")
+
+    def _stack(self, node: cst.Call) -> Val:
+        """`np.stack(lst, axis=k)` of a list one loop of this graph built: the loop's stacked items (which the
+        host would otherwise split into a list to stack again), their axis 0 moved to k."""
+        args = node.args
+        if not 1 <= len(args) <= 2 or args[0].keyword is not None or not isinstance(args[0].value, cst.Name) \
+                or len(args) == 2 and args[1].keyword is not None and args[1].keyword.value != "axis":
+            raise Unfusable(f"`{code(node)}`: only np.stack(list, axis) is expressed in ONNX")
+        axis = self._constant(args[1].value) if len(args) == 2 else 0
+        value = self.env[args[0].value.value]
+        if not isinstance(value, Appended) or value.stacked is None or axis is None:
+            raise Unfusable(f"`{code(node)}` stacks a list that one loop here does not build whole")
+        if axis == 0:
+            return value.stacked
+        if value.item_rank is None or not -value.item_rank - 1 <= axis <= value.item_rank:
+            raise Unfusable(f"`{code(node)}`: the rank of the items is not known here")
+        axis %= value.item_rank + 1
+        perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, value.item_rank + 1))
+        return Val(self.g.op("Transpose", [value.stacked.name], perm=perm), "array", value.stacked.elem)
 
     def _numbers(self, left: Val, right: Val, what: str) -> tuple[Val, Val, str]:
         if left.kind in ("array", "tuple") or right.kind in ("array", "tuple"):
@@ -351,6 +381,23 @@ class Expr:
 
 _NP_OF_ELEM = {TensorProto.FLOAT: np.dtype("float32"), TensorProto.DOUBLE: np.dtype("float64"),
                TensorProto.INT64: np.dtype("int64"), TensorProto.INT32: np.dtype("int32")}
+
+
+def _bound(literal: int | float, dtype: np.dtype, operator: type) -> np.ndarray | None:
+    """The value of `dtype` that `a OP literal` may compare `a` with, for every `a` of that type; None if none."""
+    try:
+        with np.errstate(over="ignore"):
+            near = np.array(literal, dtype=dtype)
+    except OverflowError:
+        return None
+    if near.item() == literal:
+        return near
+    if dtype.kind != "f" or operator in (cst.Equal, cst.NotEqual):
+        return None
+    up = operator in (cst.LessThan, cst.GreaterThanEqual)  # a < c is a < (the first value above c)
+    if (near.item() > literal) != up:
+        near = np.nextafter(near, np.array(np.inf if up else -np.inf, dtype=dtype))
+    return np.array(near, dtype=dtype)
 
 
 def _number(node: cst.BaseExpression) -> int | float | None:
