@@ -8,7 +8,9 @@
   plain trace turns them into constants, and onnxruntime then drops the work
   behind them (BranchyNet's side branches on the paths that do not exit
   there, SkipNet's gates): that graph is kept as `Oracle(decisions=False)`,
-  "oracle without decision work" in the tables.
+  "oracle without decision work" in the tables. `Oracle(nan_exact=True)` adds
+  the repairs dycl makes where onnxruntime's NaN handling differs from torch's
+  (argmax, max pools and reductions): what any approach exact on NaN pays.
 - torch.compile (inductor) on the original model.
 - TorchScript: torch.jit.script, exported to ONNX with If/Loop in the graph,
   run by onnxruntime, where that works.
@@ -110,10 +112,15 @@ def path_of(net, args) -> tuple:
 
 
 class Oracle:
-    """One traced onnxruntime graph per distinct path, computing the values its decisions read."""
+    """One traced onnxruntime graph per distinct path, computing the values its decisions read.
 
-    def __init__(self, model, decisions: bool = True):
+    `nan_exact`: with dycl's repairs of the ops whose NaN handling differs from torch's (torch_nan: argmax,
+    max reductions and pools, mean of nothing), as every correct package must have them.
+    """
+
+    def __init__(self, model, decisions: bool = True, nan_exact: bool = False):
         self.wrapper = _Leaves(model, decisions).eval()
+        self.nan_exact = nan_exact
         self.sessions: dict[tuple, ort.InferenceSession | None] = {}
         self.graphs: dict[tuple, bytes] = {}  # each path's ONNX model
 
@@ -125,6 +132,14 @@ class Oracle:
                     warnings.simplefilter("ignore")
                     torch.onnx.export(self.wrapper, inputs, buf, dynamo=False)
                 self.graphs[path] = buf.getvalue()
+                if self.nan_exact:
+                    import onnx
+
+                    from dycl.torch_nan import COMMON, repair
+
+                    graph = onnx.load_from_string(self.graphs[path])
+                    if repair(graph, COMMON):
+                        self.graphs[path] = graph.SerializeToString()
                 self.sessions[path] = _session(self.graphs[path])
             except Exception as exc:  # noqa: BLE001 - reported as "fails" in the table
                 print(f"    oracle export failed: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)

@@ -29,3 +29,19 @@ def test_oracle_keeps_the_work_behind_decisions():
     # the oracle that keeps decisions runs them (a plain trace turns the entropies into constants).
     assert _convs(dead.graphs[("deep",)]) == 3
     assert _convs(kept.graphs[("deep",)]) == 5
+
+
+def test_nan_exact_oracle_answers_as_torch_where_a_plain_one_does_not():
+    """caption's greedy argmax over logits that hold a NaN: torch picks the NaN, onnxruntime's ArgMax skips it."""
+
+    class Argmax(torch.nn.Module):
+        def forward(self, x):
+            return torch.argmax(x, dim=-1)
+
+    x = torch.tensor([[0.5, float("nan"), 2.0, 1.0]])
+    plain, exact = peers.Oracle(Argmax()), peers.Oracle(Argmax(), nan_exact=True)
+    expected = Argmax()(x).numpy()
+    assert (exact.runner(("p",), (x,))()[0] == expected).all()
+    assert not (plain.runner(("p",), (x,))()[0] == expected).all()
+    ops = [n.op_type for n in onnx.load_from_string(exact.graphs[("p",)]).graph.node]
+    assert "IsNaN" in ops
