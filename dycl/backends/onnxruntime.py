@@ -70,7 +70,7 @@ class OnnxRuntimeBackend(Backend):
         so.intra_op_num_threads = self.threads
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.log_severity_level = 3
+        so.log_severity_level = 4  # errors reach the caller as exceptions; a speculative miss prints nothing
         return so
 
     def compile(self, onnx_path: str, artifact_path: str) -> None:
