@@ -1,15 +1,18 @@
 """`.tolist()` in forward: the host makes the list, regions take its items (rewrite/tolist.py).
 
 tests/models/c_tolist_split.py also runs in test_constructs (both backends); here, what the package
-does with the list, on inputs whose split sizes include zeros.
+does with the list, on inputs whose split sizes include zeros, and the diagnostic for a list whose
+length changes between runs.
 """
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import torch
 
-from conftest import MODELS
+from conftest import MODELS, ROOT
 
 
 def test_split_sizes_from_tolist_are_host_values_that_regions_take(converted):
@@ -36,3 +39,22 @@ def test_split_sizes_from_tolist_are_host_values_that_regions_take(converted):
         np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-5)
     assert any(0 in s for s in seen) and any(0 not in s for s in seen) and len(seen) > 5
 
+
+def test_list_whose_length_changes_is_a_diagnostic(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "dycl.cli", "convert", "tests/models/bad_tolist_length.py",
+                           "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert """\
+tests/models/bad_tolist_length.py:15:9: error: tensor code that reads `sizes`, a list whose length changes \
+between runs [varying-list]
+            pieces = torch.split(x.repeat_interleave(copies, 0), sizes)
+            ^
+  Explanation: region pieces_L15 takes the list item by item, one graph input per item, and a compiled graph has \
+a fixed number of inputs; `sizes` had 2 items on one run and 1 on another (`.tolist()` of a tensor whose size \
+varies gives such a list)
+  Hint: keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`), or use the list \
+only in Python (`for`, `len`, `sum`)
+
+1 error: the model cannot be converted as written.""" in proc.stderr
+    assert not out.exists()
