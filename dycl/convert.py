@@ -31,7 +31,7 @@ from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
 from .dump_after import DumpReached, step_dump
-from .explore import PythonValueOut, explore
+from .explore import ListLengthChanged, PythonValueOut, explore
 from .export import export_region, torch_region_info, verify_region
 from .shape_deps import names_in, shapes_follow_shapes, value_shaped_names
 from .path_shapes import explore_path_shapes
@@ -198,6 +198,8 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
         _explore(opts, st)
     except PythonValueOut as exc:
         raise ConversionError([_python_value_out(st.program, exc)]) from None
+    except ListLengthChanged as exc:
+        raise ConversionError([_list_length_changed(st.program, exc)]) from None
 
 
 def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -212,6 +214,8 @@ def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
             _explore(opts, st)
     except PythonValueOut as exc:
         raise ConversionError([_python_value_out(st.program, exc)]) from None
+    except ListLengthChanged as exc:
+        raise ConversionError([_list_length_changed(st.program, exc)]) from None
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
         raise ConversionError(_unreached(unreached))
@@ -233,6 +237,21 @@ def _python_value_out(program, exc: PythonValueOut) -> Diagnostic:
                       "(`torch.equal`, `torch.allclose` and `.tolist()` give Python values)",
                       "compute a tensor instead (`(a == b).all()`, `torch.isclose(a, b).all()`); "
                       "a test on it is then decided at run time")
+
+
+def _list_length_changed(program, exc: ListLengthChanged) -> Diagnostic:
+    """Point at the first statement of the region that reads the list whose length changed."""
+    region = next(r for r in program.regions if r.name == exc.region)
+    name = region.inputs[exc.index]
+    reads = [s for s in region.stmts if name in reads_writes(s.node)[0]]
+    origin = (reads[0] if reads else region.stmts[0]).origin
+    return Diagnostic("varying-list", Location(origin.file, origin.first, origin.col),
+                      f"tensor code that reads `{name}`, a list whose length changes between runs",
+                      f"region {region.name} takes the list item by item, one graph input per item, and a compiled "
+                      f"graph has a fixed number of inputs; `{name}` had {exc.lengths[0]} items on one run and "
+                      f"{exc.lengths[1]} on another (`.tolist()` of a tensor whose size varies gives such a list)",
+                      "keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`), "
+                      "or use the list only in Python (`for`, `len`, `sum`)")
 
 
 def _unreached(regions) -> list[Diagnostic]:

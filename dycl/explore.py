@@ -18,7 +18,8 @@ from rewrite.kinds import DecisionClass, LoopKind
 from ._torch_regions import flatten_torch
 from .runtime.spec import describe, flatten, unflatten
 
-__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch", "PythonValueOut", "EndlessLoop",
+__all__ = ["RegionRecord", "Exploration", "explore", "to_numpy", "RewriteMismatch", "PythonValueOut",
+           "ListLengthChanged", "EndlessLoop",
            "Exactly", "MAX_ITERATIONS", "MAX_SECONDS", "path_forcing"]
 
 
@@ -33,6 +34,23 @@ class PythonValueOut(RewriteMismatch):
         super().__init__(f"region {region} returns a Python {type(value).__name__}; "
                          "a compiled region can only return tensors")
         self.region, self.index, self.value = region, index, value
+
+
+class ListLengthChanged(RewriteMismatch):
+    """A region's input `index` is a host list that had `lengths[0]` items on one call and `lengths[1]` on
+    another (`sizes = counts.tolist()` of a tensor with a dynamic dim): a graph takes one input per item."""
+
+    def __init__(self, region: str, index: int, lengths: tuple[int, int]):
+        super().__init__(f"region {region}: its input {index} is a list of {lengths[0]} items on one call "
+                         f"and {lengths[1]} on another")
+        self.region, self.index, self.lengths = region, index, lengths
+
+
+def _length_changed(name: str, before: list, now: list) -> None:
+    """Raise ListLengthChanged where the first input whose structure changed is a list of another length."""
+    index, old, new = next((k, a, b) for k, (a, b) in enumerate(zip(before, now)) if a != b)
+    if old.get("t") == new.get("t") == "list" and len(old["items"]) != len(new["items"]):
+        raise ListLengthChanged(name, index, (len(old["items"]), len(new["items"])))
 
 
 # One run of the rewritten program: at most this many iterations of one loop, and this long.
@@ -246,6 +264,7 @@ class _ExploringRegions:
             if record.in_specs is None:
                 record.in_specs = in_specs
             elif record.in_specs != in_specs:
+                _length_changed(name, record.in_specs, in_specs)
                 raise RewriteMismatch(f"region {name}: its inputs changed structure between calls "
                                       f"({record.in_specs} vs {in_specs})")
             versions = [t._version for t in tensors]

@@ -5,7 +5,13 @@
 `Resize` has an `antialias` attribute since opset 18; with torch's cubic coefficient (-0.5 for the
 antialiased kernel) and weights renormalised inside the image (`exclude_outside`), onnxruntime
 computes what torch does (tests/test_onnx_ops.py compares them); with `align_corners=True` it does
-not, and the export is refused. Registered once, before the first export.
+not, and the export is refused.
+
+`index_add` is exported as a `ScatterElements` without a reduction, which keeps one row where an
+index repeats instead of adding them all (JetMoE adds each token's outputs from its top-2 experts,
+torch only warns); it becomes `ScatterElements` with `reduction="add"` (opset 16 on).
+
+Registered once, before the first export.
 """
 from __future__ import annotations
 
@@ -51,10 +57,27 @@ def _antialiased(mode: str, cubic_coeff: float):
     return symbolic
 
 
+def _index_add(g, self, dim, index, other, alpha=None):
+    """`self.index_add(dim, index, other)`: `other`'s rows scattered and added at `index` along `dim`."""
+    if alpha is not None and not sh._is_none(alpha) and sh._scalar(sh._maybe_get_scalar(alpha)) != 1:
+        return sh._unimplemented("index_add", "alpha != 1", self)
+    dim = sh._maybe_get_const(dim, "i")
+    rank = sh._get_tensor_rank(self)
+    if sh._is_value(dim) or not rank or sh._get_tensor_rank(other) != rank:
+        return sh._unimplemented("index_add", "a dim known only at run time, or ranks unknown or unequal", self)
+    dim %= rank
+    along = [1] * rank
+    along[dim] = -1  # the index along `dim`, broadcast over `other`'s other dims
+    index = g.op("Reshape", index, g.op("Constant", value_t=torch.tensor(along)))
+    index = g.op("Expand", index, g.op("Shape", other))
+    return g.op("ScatterElements", self, index, other, axis_i=dim, reduction_s="add")
+
+
 def register() -> None:
     global _registered
     if _registered:
         return
     register_custom_op_symbolic("aten::_upsample_bicubic2d_aa", _antialiased("cubic", -0.5), _OPSET)
     register_custom_op_symbolic("aten::_upsample_bilinear2d_aa", _antialiased("linear", -0.75), _OPSET)
+    register_custom_op_symbolic("aten::index_add", _index_add, _OPSET)
     _registered = True

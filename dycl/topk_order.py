@@ -13,6 +13,11 @@ every backend (TVM's frontend refuses `sorted=0` outright), and the torch run a 
 verified against sorts too (`SortedTopk`). That mode runs around verification only: around
 tracing, its frame would become the place tracer warnings point at, which dycl reads.
 
+`sort`/`argsort` leave the order of equal keys unspecified unless asked `stable=True`; the exporter
+spells them as TopK over the whole axis, which puts equal keys in index order (the ONNX spec), while
+torch's CPU kernel mixes them from 16 elements on (JetMoE sorts expert ids, most of them equal). The
+torch reference sorts stably too, the order every compiled graph gives.
+
 The package then hands later regions the k results sorted where the original model had torch's
 own order; a model whose answer depends on that order (one that returns unsorted indices
 itself) no longer matches the original, and the package check refuses it, naming the regions
@@ -28,14 +33,22 @@ __all__ = ["SortedTopk", "sort_topk", "UNSORTED_HINT"]
 
 _TOPK = {torch.topk, torch.Tensor.topk}
 _SORTED_AT = 4  # topk(input, k, dim, largest, sorted): the same place for the method, self first
+_SORTS = {torch.sort, torch.Tensor.sort}
+_ARGSORTS = {torch.argsort, torch.Tensor.argsort}
+_SORT_PARAMS = ("dim", "descending")  # after the input, for sort and argsort alike
 
 
 class SortedTopk(TorchFunctionMode):
-    """Within it, `torch.topk` and `Tensor.topk` sort their results whatever `sorted` asks."""
+    """Within it, `torch.topk` and `Tensor.topk` sort their results whatever `sorted` asks, and
+    `sort`/`argsort` are stable."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
-        if func in _TOPK:
+        if func in _SORTS or func in _ARGSORTS:
+            kwargs.update(zip(_SORT_PARAMS, args[1:3]))  # argsort's positional `stable` is overridden
+            args = args[:1]
+            kwargs["stable"] = True
+        elif func in _TOPK:
             if len(args) > _SORTED_AT:
                 args = (*args[:_SORTED_AT], True, *args[_SORTED_AT + 1:])
             else:

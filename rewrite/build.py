@@ -14,6 +14,8 @@ from .kinds import DecisionClass, LoopKind, StmtKind, TestKind
 from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
 from .region_names import region_hint
+from .tolist import LiftToList, has_call, has_tolist
+from .walk import find
 from .syntax import MUTATORS, lowered_writes, reads_writes, target_names
 
 __all__ = ["Builder", "substitute"]
@@ -93,7 +95,9 @@ class Builder:
             emitted.append(name)
             return name
 
-        test = hoist(self._joins_to_host(node.test, kinds, out, node.origin), kinds, tracking)
+        test = self._lists_to_host(self._joins_to_host(node.test, kinds, out, node.origin), kinds, pending, out,
+                                   flush, node.origin)
+        test = hoist(test, kinds, tracking)
         info = analyze(test, kinds)
         # `if t:` of a tensor reads its value, like `bool(t)`: never a shape decision, which may be folded
         value = bool(emitted) or info.value or info.vtype == TENSOR
@@ -127,6 +131,7 @@ class Builder:
                             if after_body.get(n) is d and self._shape_defs.get(n) is d}
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
+        kinds.elements = body_kinds.elements
         dclass = DecisionClass.EXECUTION if node.kind == TestKind.GUARD else DecisionClass.VALUE if value \
             else DecisionClass.SHAPE
         result = If(test, body, orelse, node.origin, decision, dclass)
@@ -225,6 +230,7 @@ class Builder:
             out.append(HostStmt(node, stmt.origin))
             return
         node = self._joins_to_host(node, kinds, out, stmt.origin)
+        node = self._lists_to_host(node, kinds, pending, out, flush, stmt.origin)
         emit = self._emitter(kinds, pending, stmt.origin, "tmp")
 
         def host(new_node):
@@ -280,7 +286,10 @@ class Builder:
                     self._shape_defs[name] = stmt
             for t in targets:
                 if isinstance(t, cst.Name):
-                    kinds.set(t.value, info.vtype, derived)
+                    kinds.set(t.value, info.vtype, derived, _elements(node.value, kinds, derived))
+                elif _unpacks(t, node.value, kinds):  # `order, sizes = out` of `out = order_1, sizes_1`
+                    for el, (kind, part_derived) in zip(t.elements, kinds.elements[node.value.value]):
+                        kinds.set(el.value.value, kind, part_derived)
                 elif _parallel(t, node.value):  # `(done, mask) = (True, m)`: each name as its element is
                     for el, part in zip(t.elements, node.value.elements):
                         part_info = analyze(part.value, kinds)
@@ -363,6 +372,33 @@ class Builder:
         lift_lengths = not analyze(node if value is None else value, kinds).host
         read_whole = _names_outside_len(node) if lift_lengths else set()
         return node.visit(_Joins(value, self.names, kinds, out, origin, lift_lengths, read_whole))
+
+    def _lists_to_host(self, node, kinds: Kinds, pending: list, out: list, flush, origin: Origin):
+        """`torch.split(x, counts.tolist())`: the region so far computes `counts`, the host makes the list
+        and the rest of the statement reads it by name (rewrite/tolist.py)."""
+        whole = node if isinstance(node, cst.BaseExpression) else getattr(node, "value", None)
+        in_region = whole is not None and not analyze(whole, kinds).host and has_call(whole)
+        if not in_region and not has_tolist(node):
+            return node
+        whole = None if isinstance(node, cst.BaseExpression) else whole
+
+        def lift(call: cst.Call) -> cst.Name:
+            value = hoist(call, kinds, self._emitter(kinds, pending, origin, "tensor"))
+            flush()
+            name = self.names.fresh(f"list_L{origin.first}")
+            out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], value), kinds), origin))
+            kinds.set(name, SCALAR, True)
+            return cst.Name(name)
+
+        def lift_host(call: cst.Call) -> cst.Name:  # reads host values only: before the pending region,
+            if {n.value for n in find(call, cst.Name)} & self.region_shapes:  # unless it computes one of them
+                flush()
+            name = self.names.fresh(f"host_L{origin.first}")
+            out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], call), kinds), origin))
+            kinds.set(name, SCALAR, True)
+            return cst.Name(name)
+
+        return node.visit(LiftToList(kinds, whole, lift, lift_host if in_region else None))
 
     def _forget(self, node) -> None:
         """Names assigned again: no longer known to equal a tested value, nor to hold the shape
@@ -529,6 +565,22 @@ def _tensor_tuple(node: cst.Assign, kinds: Kinds) -> bool:
     return len(infos) == len(values) and all(i.vtype == TENSOR for i in infos) and not all(i.host for i in infos)
 
 
+
+
+def _elements(value, kinds: Kinds, derived: bool) -> tuple | None:
+    """(kind, value-derived) of each element of a tuple display (`order, counts, sizes`), else None."""
+    if not isinstance(value, cst.Tuple) or any(isinstance(el, cst.StarredElement) for el in value.elements):
+        return None
+    infos = [analyze(el.value, kinds) for el in value.elements]
+    return tuple((i.vtype, i.value or derived) for i in infos)
+
+
+def _unpacks(target, value, kinds: Kinds) -> bool:
+    """`a, b = out` of a tuple whose element kinds are known, into as many plain names."""
+    elements = kinds.elements.get(value.value) if isinstance(value, cst.Name) else None
+    return elements is not None and isinstance(target, (cst.Tuple, cst.List)) \
+        and len(target.elements) == len(elements) \
+        and all(isinstance(el, cst.Element) and isinstance(el.value, cst.Name) for el in target.elements)
 
 
 def _parallel(target, value) -> bool:

@@ -23,7 +23,7 @@ _DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "doub
 SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
 SYNC_METHODS = {"item", "tolist"}
 SYNC_BUILTINS = {"int", "float", "bool"}
-_HOST_BUILTINS = {"len", "range", "min", "max", "abs", "round", "int", "float", "bool", "tuple", "list", "str"}
+_HOST_BUILTINS = {"len", "range", "min", "max", "abs", "round", "int", "float", "bool", "tuple", "list", "str", "sum"}
 _CONTAINER_METHODS = {"append", "extend", "insert", "pop", "keys", "values", "items", "get", "index", "count"}
 
 TENSOR, SCALAR, CONTAINER = ValueKind.TENSOR, ValueKind.SCALAR, ValueKind.CONTAINER
@@ -36,24 +36,33 @@ class Kinds:
         self.kinds = dict(initial)
         self.value_derived: set[str] = set()
         self.seen = seen if seen is not None else set(initial)  # every name ever set, shared by copies
+        # a tuple the host built from a display (`out = order, sizes`): (kind, value_derived) per element,
+        # for the names that unpack it (`order, sizes = out`)
+        self.elements: dict[str, tuple] = {}
 
     def get(self, name: str) -> ValueKind | None:
         return self.kinds.get(name)
 
-    def set(self, name: str, kind: ValueKind, value_derived: bool = False) -> None:
+    def set(self, name: str, kind: ValueKind, value_derived: bool = False, elements: tuple | None = None) -> None:
         self.kinds[name] = kind
         self.seen.add(name)
         if value_derived:
             self.value_derived.add(name)
         else:
             self.value_derived.discard(name)
+        if elements is None:
+            self.elements.pop(name, None)
+        else:
+            self.elements[name] = elements
 
     def copy(self) -> "Kinds":
         new = Kinds(self.kinds, self.seen)
         new.value_derived = set(self.value_derived)
+        new.elements = dict(self.elements)
         return new
 
     def join(self, other: "Kinds") -> None:
+        self.elements = {n: e for n, e in self.elements.items() if other.elements.get(n) == e}
         for name, kind in other.kinds.items():
             mine = self.kinds.get(name)
             if mine is None or mine == kind:
@@ -171,6 +180,10 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
                 infos = [analyze(a.value, kinds) for a in node.args]
                 return Info(SCALAR, True, needs_hoist=any(not i.host or i.needs_hoist for i in infos),
                             value=any(i.value or i.vtype == TENSOR for i in infos))
+            if binfo.vtype == SCALAR and method in ("count", "index"):  # `sizes.count(0)` of `sizes = t.tolist()`
+                return Info(SCALAR, True,
+                            needs_hoist=not binfo.host or binfo.needs_hoist or not _args_host(node, kinds),
+                            value=binfo.value or any(analyze(a.value, kinds).value for a in node.args))
             if binfo.vtype == CONTAINER and method in _CONTAINER_METHODS:
                 return Info(TENSOR if method in ("pop", "get") else SCALAR, True,
                             needs_hoist=not _args_host(node, kinds), value=binfo.value)
@@ -190,6 +203,8 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
             if name == "len" and len(infos) == 1:  # a list's length is as data-dependent as its appends
                 return Info(SCALAR, True, needs_hoist=not infos[0].host,
                             value=infos[0].vtype == CONTAINER and infos[0].value)
+            if name == "sum" and any(i.vtype != SCALAR for i in infos):  # of a list of tensors: tensor math
+                return Info(TENSOR, False)
             if all(i.vtype != TENSOR for i in infos):
                 return Info(SCALAR, True, needs_hoist=any(i.needs_hoist for i in infos),
                             value=any(i.value for i in infos))

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .cfg import Stmt, code
+from .classify import SYNC_METHODS
 from .closures import Closure
 from .nonnull import is_tensor, never_none
 from .jumps import Frame, as_tuple, assigned_names, jump_in_loop, splice_returns
@@ -37,15 +38,23 @@ def _user_code(obj) -> bool:
     return top not in ("torch", "numpy") and top not in sys.stdlib_module_names
 
 
+def _host_call(call: cst.Call) -> bool:
+    """A call the host must make: a module picked from a container (`self.experts[k](x)`), or a tensor
+    turned into Python values (`counts.tolist()`, `gate.item()`), which tracing would freeze."""
+    if isinstance(call.func, cst.Subscript):
+        return True
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in SYNC_METHODS and not call.args
+
+
 def _has_branches(func, library_forms: bool = True) -> bool:
     """Whether `func` (or a function it wraps) has control flow the host may have to run: branches,
-    loops, a call of a module picked from a container (`self.experts[k](x)`) and, with `library_forms`,
-    `try` or a nested function (a closure it returns is inlined where called: rewrite/closures.py)."""
+    loops, a host call (`_host_call`) and, with `library_forms`, `try` or a nested function (a closure
+    it returns is inlined where called: rewrite/closures.py)."""
     forms = (cst.If, cst.While, cst.IfExp, cst.For) + ((cst.Try, cst.FunctionDef) if library_forms else ())
     while func is not None:
         src = function_source(func)
         if src is not None and (find(src.node.body, forms)
-                                or any(isinstance(c.func, cst.Subscript) for c in find(src.node.body, cst.Call))):
+                                or any(_host_call(c) for c in find(src.node.body, cst.Call))):
             return True
         func = getattr(func, "__wrapped__", None)
     return False

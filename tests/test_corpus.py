@@ -13,7 +13,8 @@ CORPUS = os.path.join(ROOT, "tests", "corpus")
 # Converting: MoE blocks looping over the experts their router hit (Mixtral, Qwen2-MoE, PhiMoE whose router
 # calls `super().forward` of nn.Linear, DeepSeek-V3 whose sigmoid router keeps the best expert groups and then
 # takes an unsorted top-k (dycl/topk_order.py), all the `eager` experts implementation behind transformers'
-# dispatch wrapper), SwitchTransformers' top-1
+# dispatch wrapper), JetMoE whose router turns its per-expert token counts into split sizes with `.tolist()`
+# (the host makes the list, the experts' region takes its items; no decision, so one path), SwitchTransformers' top-1
 # router that drops tokens over capacity (experts picked by `self[f"expert_{idx}"]`), early exit
 # over timm ViT blocks and over transformers' BERT layers, the Mamba mixer's sequential selective
 # scan (a host loop over the time steps), timm's ViT at any image size (padding and position
@@ -22,7 +23,7 @@ CORPUS = os.path.join(ROOT, "tests", "corpus")
 # DynamicCache (the first step unrolled, then a host loop carrying the cache's tensors). The ViT's embedding is
 # returned unchanged only where `4 == new_size[0] and 4 == new_size[1]`: that region runs at the 4x4 grid
 # alone, which the test pins (dycl/pins.py), so it keeps static dims; its sizes take each of the 3 paths.
-MODELS = {"moe_mixtral": 3, "moe_qwen2": 3, "moe_phimoe": 3, "moe_deepseek_v3": 3,
+MODELS = {"moe_mixtral": 3, "moe_qwen2": 3, "moe_phimoe": 3, "moe_deepseek_v3": 3, "moe_jetmoe": 1,
           "switch_capacity": 4, "early_exit_vit": 3, "early_exit_bert": 4,
           "mamba_scan": 4, "vit_dynamic_pad": 3, "greedy_llama": 4, "greedy_llama_cache": 4}
 

@@ -53,3 +53,16 @@ def test_returning_torchs_unsorted_order_is_refused_by_the_check(tmp_path):
     assert info.value.step == "check", str(info.value)
     assert "with sorted=False, in out_L11 (forward L11): " in str(info.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_sort_and_argsort_are_stable_within():
+    # onnxruntime sorts through TopK, which puts equal keys in index order; torch's CPU sort mixes them
+    # from 16 elements on (JetMoE sorts expert ids, most of them equal)
+    x = torch.randint(0, 4, (300,), generator=torch.Generator().manual_seed(0))
+    up, down = x.sort(dim=0, stable=True).indices, x.sort(dim=0, descending=True, stable=True).indices
+    assert not torch.equal(x.sort(0).indices, up)
+    with SortedTopk():
+        for got in (x.sort(0), torch.sort(x, 0), x.sort(dim=0), torch.sort(x), x.sort(), x.sort(stable=False)):
+            assert torch.equal(got.indices, up)
+        assert torch.equal(x.sort(0, True).indices, down) and torch.equal(torch.argsort(x, 0, True), down)
+        assert torch.equal(x.argsort(0), up) and torch.equal(torch.argsort(x, dim=0), up)
