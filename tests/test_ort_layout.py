@@ -177,6 +177,35 @@ def test_unknown_shapes_fuse_and_a_run_time_mismatch_falls_back_to_the_portable_
     _assert_same_on_every_path(src, call)
 
 
+def test_onnxruntimes_own_sum_of_unknown_shapes_becomes_the_convs_sum(tmp_path):
+    """Two maps convolved in one branch and added, shapes unknown: onnxruntime adds them through 5-D views
+    (Reshape, Add, Reshape); the pass makes that the second Conv's sum and Relu, as with known shapes."""
+    inits: list = []
+    branch: list = []
+    then = [_conv("main", "x0", "main", 16, 16, branch),
+            helper.make_node("Conv", ["x0", "short_w"], ["short"]),
+            helper.make_node("Add", ["main", "short"], ["sum"]), helper.make_node("Relu", ["sum"], ["out"])]
+    branch.append(numpy_helper.from_array((RNG.standard_normal((16, 16, 1, 1)) * 0.2).astype(np.float32), "short_w"))
+    then_graph = helper.make_graph(then, "then", [], [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+                                   branch)
+    else_graph = helper.make_graph([helper.make_node("Identity", ["x0"], ["copy"])], "else", [],
+                                   [helper.make_tensor_value_info("copy", TensorProto.FLOAT, None)])
+    nodes = [_conv("stem", "x", "stem", 3, 16, inits), helper.make_node("Relu", ["stem"], ["x0"]),
+             helper.make_node("If", ["c1"], ["y"], then_branch=then_graph, else_branch=else_graph),
+             helper.make_node("GlobalAveragePool", ["y"], ["p"])]
+    graph = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+                                                  helper.make_tensor_value_info("c1", TensorProto.BOOL, []),
+                                                  helper.make_tensor_value_info("c2", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("p", TensorProto.FLOAT, None)], inits)
+    src = str(tmp_path / "residual.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+    backend, art = _compiled(tmp_path, src)
+    inside = [n for n, inner in _nodes(_variant(art).graph) if inner]
+    assert not [n for n in inside if n.op_type in ("Reshape", "Add", "Relu")]
+    assert [len(n.input) == 4 for n in inside if n.op_type == "Conv"].count(True) == 1
+    _assert_same_on_every_path(src, backend.load(art, str(tmp_path)))
+
+
 def test_variant_is_deterministic(tmp_path):
     src = _model(tmp_path)
     files = []

@@ -18,7 +18,9 @@ flow across the borders:
   blocked, with one `ReorderOutput` after the If for plain consumers; a branch
   with no blocked form reorders itself where nothing reads the output plain;
 - `Add(ReorderOutput(Conv(...)), v)` (+ `Relu`) with `v` blocked becomes the
-  NCHWc Conv's fused sum (and activation), as onnxruntime does inside a graph;
+  NCHWc Conv's fused sum (and activation), as onnxruntime does inside a graph
+  where it knows the shapes (and, where it does not, it adds through 5-D
+  views: that sum is fused too);
 - global pooling, channel Concat and whole-factor Resize of blocked maps run
   blocked; the total of dycl's NaN guard (torch_nan) sums the blocked map;
 - a `ReorderOutput` that only one branch reads moves into that branch.
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 
+import onnx
 from onnx import helper, numpy_helper
 
 from .ort_graph import (Names, all_reads, attr, defined, name_nodes, prune, rename_refs, subgraphs, uniquify,
@@ -91,6 +94,9 @@ class _Rewrite:
                 # a NaN guard's total (torch_nan): summed in another order, but NaN exactly when an element is
                 node.input[0] = blocked[node.input[0]][0]
                 self.changes += 1
+            elif node.domain == "" and node.op_type == "Add" \
+                    and self._reshaped_sum(node, nodes[index + 1:], kept, uses, outputs, constants, dropped):
+                continue
             made = None
             if node.domain == "" and node.op_type in _POOLS and node.input[0] in blocked:
                 source, channels = blocked[node.input[0]]
@@ -190,6 +196,45 @@ class _Rewrite:
                                            channels_last=0)]
         return None
 
+    def _reshaped_sum(self, add, rest, kept, uses, outputs, constants, dropped) -> bool:
+        """onnxruntime's own sum of two NCHWc maps whose shapes it cannot show equal (dims unknown): both
+        viewed as [0, C/b, 0, 0, b], added, viewed back as [0, C, 0, 0] [then Relu]. Where one is a Conv's
+        own output, it becomes that Conv's sum [and activation], checked at run time as in `_may_sum`."""
+        producers = {o: n for n in kept for o in n.output}
+        views = [producers.get(i) for i in add.input]
+        back = next((n for n in rest if add.output[0] in n.input), None)
+        if any(v is None or v.op_type != "Reshape" or v.domain != "" for v in views) or back is None \
+                or back.op_type != "Reshape" or back.domain != "" or uses.get(add.output[0]) != 1 \
+                or add.output[0] in outputs:
+            return False
+        blocks = [_ints(constants, v.input[1]) for v in views]
+        whole = _ints(constants, back.input[1])
+        if blocks[0] is None or blocks[0] != blocks[1] or len(blocks[0]) != 5 or blocks[0][0] != 0 \
+                or blocks[0][2:4] != [0, 0] or whole != [0, blocks[0][1] * blocks[0][4], 0, 0]:
+            return False
+        for mine, other in ((0, 1), (1, 0)):
+            conv = producers.get(views[mine].input[0])
+            if conv is None or not _is(conv, "Conv") or len(conv.input) > 3 or attr(conv, "activation") \
+                    or uses.get(conv.output[0]) != 1 or uses.get(views[mine].output[0]) != 1:
+                continue
+            relu = next((n for n in rest if back.output[0] in n.input), None)
+            with_relu = (relu is not None and relu.op_type == "Relu" and relu.domain == ""
+                         and uses.get(back.output[0]) == 1 and back.output[0] not in outputs)
+            while len(conv.input) < 3:
+                conv.input.append("")
+            conv.input.append(views[other].input[0])
+            if with_relu:
+                conv.attribute.append(helper.make_attribute("activation", "Relu"))
+                dropped.add(id(relu))
+            dropped.add(id(back))
+            conv.output[0] = relu.output[0] if with_relu else back.output[0]
+            kept.remove(conv)
+            kept.remove(views[mine])
+            kept.append(conv)  # at the Add's place: its sum is defined by then
+            self.changes += 1
+            return True
+        return False
+
     def _may_sum(self, a: str, b: str) -> bool:
         """Whether the Conv may take `b` as its sum: not where shapes are known to differ (a broadcast).
 
@@ -264,6 +309,14 @@ def _reorders_in(node) -> bool:
 
 def _nan_test(node) -> bool:
     return node.op_type == "IsNaN" and node.domain == ""
+
+
+def _ints(constants: dict, name: str) -> list | None:
+    """An integer initializer's values, or None."""
+    tensor = constants.get(name)
+    if tensor is None or tensor.data_type != onnx.TensorProto.INT64:
+        return None
+    return numpy_helper.to_array(tensor).tolist()
 
 
 def _blocked_form(branch, name: str, blocked: dict) -> tuple[str, int] | None:
