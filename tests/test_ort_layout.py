@@ -21,7 +21,8 @@ RNG = np.random.default_rng(0)
 
 
 def _conv(name: str, source: str, out: str, cin: int, cout: int, inits: list) -> onnx.NodeProto:
-    inits.append(numpy_helper.from_array((RNG.standard_normal((cout, cin, 3, 3)) * 0.2).astype(np.float32), name + "_w"))
+    weights = (RNG.standard_normal((cout, cin, 3, 3)) * 0.2).astype(np.float32)
+    inits.append(numpy_helper.from_array(weights, name + "_w"))
     inits.append(numpy_helper.from_array((RNG.standard_normal(cout) * 0.1).astype(np.float32), name + "_b"))
     return helper.make_node("Conv", [source, name + "_w", name + "_b"], [out], pads=[1, 1, 1, 1])
 

@@ -39,7 +39,7 @@ import itertools
 import onnx
 from onnx import helper, numpy_helper
 
-from .ort_graph import (Names, all_reads, attr, defined, name_nodes, prune, rename_refs, subgraphs, uniquify,
+from ..onnx_graph import (Names, all_reads, attr, defined, name_nodes, prune, rename_refs, subgraphs, uniquify,
                         use_counts, value_shapes)
 
 __all__ = ["cross_borders"]

@@ -19,6 +19,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
 
+from ..onnx_graph import reads, subgraphs
+
 __all__ = ["simplify"]
 
 _INTS = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
@@ -55,7 +57,7 @@ def _initializers(graph) -> None:
     """
     kept, outputs = [], {o.name for o in graph.output}
     for node in graph.node:
-        for sub in _subgraphs(node):
+        for sub in subgraphs(node):
             _initializers(sub)
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") \
                 and [a.name for a in node.attribute] == ["value"] and node.output[0] not in outputs:
@@ -86,17 +88,11 @@ def _types(model: onnx.ModelProto) -> dict[str, tuple]:
         for init in graph.initializer:
             types[init.name] = (init.data_type, tuple(init.dims))
         for node in graph.node:
-            for sub in _subgraphs(node):
+            for sub in subgraphs(node):
                 walk(sub)
 
     walk(inferred.graph)
     return types
-
-
-def _subgraphs(node: onnx.NodeProto) -> list:
-    return [g for attr in node.attribute
-            for g in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else
-                      attr.graphs if attr.type == onnx.AttributeProto.GRAPHS else [])]
 
 
 class _Pass:
@@ -122,7 +118,7 @@ class _Pass:
         kept = []
         for node in graph.node:
             node.input[:] = [self.resolve(n) for n in node.input]
-            for sub in _subgraphs(node):
+            for sub in subgraphs(node):
                 self.graph(sub)
             if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
                 self._bound(node, graph, kept)
@@ -151,7 +147,7 @@ class _Pass:
     def _equal_input(self, node) -> str | None:
         """The input `node` computes a copy of (same dtype, shape and contents), if it does."""
         op, ins = node.op_type, list(node.input)
-        if node.domain not in ("", "ai.onnx") or _subgraphs(node):
+        if node.domain not in ("", "ai.onnx") or subgraphs(node):
             return None
         if op == "Reshape" and len(ins) == 2 and ins[1] in self.consts:
             shape = self.types.get(ins[0], (None, None))[1]
@@ -265,18 +261,9 @@ def _needed(graph, names: list[str]) -> set:
     for node in reversed(graph.node):
         if any(o in needed for o in node.output):
             needed.update(node.input)
-            for sub in _subgraphs(node):
-                _reads(sub, needed)
+            for sub in subgraphs(node):
+                reads(sub, needed)
     return needed
-
-
-def _reads(graph, into: set) -> set:
-    """Every name the nodes of `graph` and of the graphs inside it read."""
-    for node in graph.node:
-        into.update(node.input)
-        for sub in _subgraphs(node):
-            _reads(sub, into)
-    return into
 
 
 def _dead(graph) -> None:
@@ -290,9 +277,9 @@ def _dead(graph) -> None:
             if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
                 _unread_carried(node, used)
             used.update(node.input)
-            for sub in _subgraphs(node):
+            for sub in subgraphs(node):
                 _dead(sub)
-                _reads(sub, used)
+                reads(sub, used)
     del graph.node[:]
     graph.node.extend(reversed(kept))
     unread = [init for init in graph.initializer if init.name not in used]

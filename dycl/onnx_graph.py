@@ -1,4 +1,4 @@
-"""ONNX graph plumbing for onnxruntime's optimised dumps: names unique across subgraphs, reads, pruning."""
+"""ONNX graph plumbing: inner graphs, reads, names unique across subgraphs, pruning (fusion, the layout pass)."""
 from __future__ import annotations
 
 import itertools
@@ -6,8 +6,8 @@ import itertools
 import onnx
 from onnx import helper
 
-__all__ = ["attr", "subgraphs", "defined", "rename_refs", "Names", "uniquify", "use_counts", "prune", "all_reads",
-           "value_shapes", "name_nodes"]
+__all__ = ["attr", "subgraphs", "defined", "rename_refs", "Names", "uniquify", "use_counts", "prune", "reads",
+           "all_reads", "value_shapes", "name_nodes"]
 
 
 def attr(node, name, default=None):
@@ -17,12 +17,10 @@ def attr(node, name, default=None):
     return default
 
 
-def subgraphs(node):
-    for a in node.attribute:
-        if a.type == onnx.AttributeProto.GRAPH:
-            yield a.g
-        elif a.type == onnx.AttributeProto.GRAPHS:
-            yield from a.graphs
+def subgraphs(node) -> list:
+    """The graphs inside `node` (an If's branches, a Loop's body)."""
+    return [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH] \
+        + [g for a in node.attribute if a.type == onnx.AttributeProto.GRAPHS for g in a.graphs]
 
 
 def defined(graph) -> list[str]:
