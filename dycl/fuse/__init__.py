@@ -28,6 +28,7 @@ from ..runtime.signature import GRAPH, InputLeaf, OutputLeaf, Param, Port, Regio
 from .block import Block, Context, graph_outputs
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
+from .peel import peel
 from .simplify import simplify
 
 __all__ = ["Unfusable", "Fusion", "fuse_program", "called_regions"]
@@ -82,6 +83,7 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="dycl",
                               ir_version=ir)
     simplify(model, ctx.shapes)
+    peel(model)
     out_names = live + [f"{lst}_items" for lst in scans]
     origin = _span(run)
     fused = RegionSignature(
