@@ -7,7 +7,7 @@ import onnx
 from onnx import helper
 
 __all__ = ["attr", "subgraphs", "defined", "rename_refs", "Names", "uniquify", "use_counts", "prune", "reads",
-           "all_reads", "value_shapes", "name_nodes"]
+           "all_reads", "all_names", "value_shapes", "name_nodes"]
 
 
 def attr(node, name, default=None):
@@ -45,21 +45,22 @@ def rename_refs(graph, mapping: dict[str, str]) -> None:
             out.name = mapping[out.name]
 
 
+def all_names(graph) -> set[str]:
+    """Every value and node name of `graph` and of the graphs inside its nodes."""
+    names = {i.name for i in (*graph.input, *graph.initializer, *graph.output)}
+    for node in graph.node:
+        names.update((*node.input, *node.output, node.name))
+        for sub in subgraphs(node):
+            names |= all_names(sub)
+    return names
+
+
 class Names:
     """Fresh names, unique across the whole model."""
 
     def __init__(self, model):
-        self.taken: set[str] = set()
-        self._collect(model.graph)
+        self.taken = all_names(model.graph)
         self._count = itertools.count()
-
-    def _collect(self, graph):
-        self.taken.update(defined(graph))
-        self.taken.update(o.name for o in graph.output)
-        for node in graph.node:
-            self.taken.update(node.input)
-            for sub in subgraphs(node):
-                self._collect(sub)
 
     def fresh(self, hint: str) -> str:
         name = hint

@@ -22,6 +22,8 @@ import sys
 import onnx
 from onnx import TensorProto, helper
 
+from .onnx_graph import all_names
+
 __all__ = ["repair", "COMMON", "TVM_ONLY"]
 
 # Ops that every backend gets wrong (repaired at export); those TVM alone gets wrong (repaired before TVM
@@ -42,7 +44,7 @@ class _Emitter:
         self.opset = opset
         self.types = types  # float values and their element types
         self.nodes: list[onnx.NodeProto] = []
-        self.taken = _names(graph)  # subgraphs' too: an earlier repair may have put its names in an If's arms
+        self.taken = all_names(graph)  # subgraphs' too: an earlier repair may have put its names in an If's arms
         self.count = 0
 
     def name(self, hint: str) -> str:
@@ -89,17 +91,6 @@ class _Emitter:
         """(IsNaN(x), the same as 0/1 in x's dtype)."""
         isnan = self.one("IsNaN", [x], "isnan")
         return isnan, self.one("CastLike", [isnan, x], "isnan_f")
-
-
-def _names(graph: onnx.GraphProto) -> set[str]:
-    """Every value and node name of `graph` and of the subgraphs of its nodes."""
-    names = {i.name for i in (*graph.input, *graph.initializer, *graph.output)}
-    for node in graph.node:
-        names.update((*node.input, *node.output, node.name))
-        for attr in node.attribute:
-            for sub in (*([attr.g] if attr.type == onnx.AttributeProto.GRAPH else []), *attr.graphs):
-                names |= _names(sub)
-    return names
 
 
 def _attrs(node: onnx.NodeProto) -> dict:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..torch_nan import _names
+from ..onnx_graph import all_names
 
 __all__ = ["repair"]
 
@@ -32,7 +32,7 @@ def _constants(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
 
 class _Names:
     def __init__(self, graph: onnx.GraphProto):
-        self.taken = _names(graph)  # initializers, node names and subgraphs' too, as the NaN repairs take them
+        self.taken = all_names(graph)  # initializers, node names and subgraphs' too, as the NaN repairs take them
         self.count = 0
 
     def __call__(self, hint: str) -> str:
