@@ -28,6 +28,7 @@ from ..runtime.signature import GRAPH, InputLeaf, OutputLeaf, Param, Port, Regio
 from .block import Block, Context, graph_outputs
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
+from .hoist import hoist
 from .peel import peel
 from .simplify import simplify
 
@@ -82,6 +83,7 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     ir = max([models[r].ir_version for r in called if r in models] or [8])
     model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="dycl",
                               ir_version=ir)
+    hoist(model, ctx.shapes)
     simplify(model, ctx.shapes)
     peel(model)
     out_names = live + [f"{lst}_items" for lst in scans]
