@@ -7,7 +7,7 @@ import onnx
 from onnx import helper
 
 __all__ = ["attr", "subgraphs", "defined", "rename_refs", "Names", "uniquify", "use_counts", "prune", "reads",
-           "all_reads", "all_names", "value_shapes", "name_nodes"]
+           "all_reads", "all_names", "value_shapes", "has_loop", "loop_shapes", "name_nodes"]
 
 
 def attr(node, name, default=None):
@@ -172,6 +172,32 @@ def value_shapes(portable) -> dict[str, tuple]:
 
     collect(inferred.graph)
     return shapes
+
+
+def has_loop(graph) -> bool:
+    return any(n.op_type == "Loop" or any(has_loop(s) for s in subgraphs(n)) for n in graph.node)
+
+
+def loop_shapes(model: onnx.ModelProto, declared: dict) -> dict[str, tuple]:
+    """Each value's shape, where a loop body's inputs take the static dims the regions declare for them
+    (ONNX types loop-carried values without a shape)."""
+    typed = onnx.ModelProto()
+    typed.CopyFrom(model)
+
+    def declare(graph):
+        for info in graph.input:
+            dims = declared.get(info.name)
+            if dims is not None and None not in dims and info.type.HasField("tensor_type"):
+                shape = info.type.tensor_type.shape
+                del shape.dim[:]
+                for d in dims:
+                    shape.dim.add().dim_value = d
+        for node in graph.node:
+            for sub in subgraphs(node):
+                declare(sub)
+
+    declare(typed.graph)
+    return value_shapes(typed)
 
 
 def name_nodes(graph, count) -> None:

@@ -28,6 +28,7 @@ from ..runtime.signature import GRAPH, InputLeaf, OutputLeaf, Param, Port, Regio
 from .block import Block, Context, graph_outputs
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
+from .addends import fold_addends
 from .hoist import hoist
 from .peel import peel
 from .simplify import simplify
@@ -86,6 +87,7 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     hoist(model, ctx.shapes)
     simplify(model, ctx.shapes)
     peel(model)
+    fold_addends(model, ctx.shapes)
     out_names = live + [f"{lst}_items" for lst in scans]
     origin = _span(run)
     fused = RegionSignature(

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..onnx_graph import Names, attr, subgraphs, use_counts, value_shapes
+from ..onnx_graph import Names, attr, has_loop, loop_shapes, subgraphs, use_counts
 
 __all__ = ["hoist"]
 
@@ -37,37 +37,11 @@ _FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}
 
 def hoist(model: onnx.ModelProto, declared: dict[str, list | None] | None = None) -> int:
     """Hoist the input projections of `model`'s loops, in place; how many were."""
-    if not _has_loop(model.graph):
+    if not has_loop(model.graph):
         return 0
-    rewrite = _Rewrite(Names(model), _shapes(model, declared or {}))
+    rewrite = _Rewrite(Names(model), loop_shapes(model, declared or {}))
     rewrite.graph(model.graph, [])
     return rewrite.count
-
-
-def _shapes(model: onnx.ModelProto, declared: dict) -> dict[str, tuple]:
-    """Each value's shape, where a loop body's inputs take the static dims the regions declare for them
-    (ONNX types loop-carried values without a shape)."""
-    typed = onnx.ModelProto()
-    typed.CopyFrom(model)
-
-    def declare(graph):
-        for info in graph.input:
-            dims = declared.get(info.name)
-            if dims is not None and None not in dims and info.type.HasField("tensor_type"):
-                shape = info.type.tensor_type.shape
-                del shape.dim[:]
-                for d in dims:
-                    shape.dim.add().dim_value = d
-        for node in graph.node:
-            for sub in subgraphs(node):
-                declare(sub)
-
-    declare(typed.graph)
-    return value_shapes(typed)
-
-
-def _has_loop(graph) -> bool:
-    return any(n.op_type == "Loop" or any(_has_loop(s) for s in subgraphs(n)) for n in graph.node)
 
 
 class _Rewrite:
