@@ -294,3 +294,61 @@ def test_a_flattening_stays_where_the_reduction_keeps_dims_or_the_shape_is_given
         simplify(model)
         assert "Reshape" in _ops(model.graph)
 
+
+def _decoder_loop(form: str, start: str, reads_cond: bool = False):
+    """`while tok != 2` (form "not": `not (tok == 2)` of a [1] token) or `while h.sum(1) < 9` (form "less"), each
+    test `.item()`'d to 0-d; the token carried and appended to a list (its copy). `start` is the Loop's initial
+    condition: a constant, one computed from the input `m` (`m > 0`), or none."""
+    test = [h.make_node("Equal", ["tok", "two"], ["hit"]), h.make_node("Reshape", ["hit", "scalar"], ["hit_0d"]),
+            h.make_node("Not", ["hit_0d"], ["cond"])] if form == "not" else \
+        [h.make_node("ReduceSum", ["h", "ax1"], ["s"], keepdims=0), h.make_node("Less", ["s", "nine"], ["low"]),
+         h.make_node("Reshape", ["low", "scalar"], ["cond"])]
+    vi = h.make_tensor_value_info
+    uses_c = [h.make_node("Cast", ["c"], ["c_f"], to=T.FLOAT), h.make_node("Add", ["h", "c_f"], ["h_out"])]
+    body = h.make_graph(
+        [h.make_node("Add", ["h_in", "step"], ["h"]), h.make_node("ArgMax", ["h"], ["tok"], axis=-1, keepdims=0),
+         *test, h.make_node("Identity", ["tok"], ["tok_copy"]), *(uses_c if reads_cond else [])],
+        "body",
+        [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("h_in", T.FLOAT, None), vi("tok_in", T.INT64, None)],
+        [vi("cond", T.BOOL, []), vi("h_out" if reads_cond else "h", T.FLOAT, None), vi("tok", T.INT64, None),
+         vi("tok_copy", T.INT64, None)],
+        initializer=[h.make_tensor("step", T.FLOAT, [1, 4], [0.0, 0.5, 1.0, 0.0]),
+                     h.make_tensor("two", T.INT64, [], [2]), h.make_tensor("scalar", T.INT64, [0], []),
+                     h.make_tensor("ax1", T.INT64, [1], [1]), h.make_tensor("nine", T.FLOAT, [], [9.0])])
+    nodes = [h.make_node("Greater", ["m", "zero"], ["go"])] if start == "computed" else []
+    nodes.append(h.make_node("Loop", ["m", "" if start == "none" else "go", "h0", "tok0"],
+                             ["h_last", "tok_last", "toks"], body=body))
+    graph = h.make_graph(nodes, "g", [vi("h0", T.FLOAT, [1, 4]), vi("m", T.INT64, [])],
+                         [vi("h_last", T.FLOAT, None), vi("tok_last", T.INT64, None), vi("toks", T.INT64, None)],
+                         initializer=[h.make_tensor("tok0", T.INT64, [1], [0]), h.make_tensor("zero", T.INT64, [], [0])]
+                         + ([h.make_tensor("go", T.BOOL, [], [True])] if start == "const" else []))
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 20)], ir_version=9)
+
+
+def _same_runs(expected_model, model):
+    for h0 in ([[0.0, 0.0, 0.0, 0.0]], [[5.0, 0.0, 0.0, 0.0]], [[0.0, 0.0, 3.0, 0.0]], [[1.0, 9.0, 0.0, 0.0]]):
+        for m in (0, 1, 3, 20):
+            feeds = {"h0": np.array(h0, np.float32), "m": np.array(m, np.int64)}
+            for a, b in zip(_run(expected_model, feeds), _run(model, feeds)):
+                assert a.shape == b.shape and a.dtype == b.dtype
+                np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("form", ["not", "less"])
+@pytest.mark.parametrize("start", ["const", "computed", "none"])
+def test_a_loop_body_returns_its_one_element_condition_and_a_repeated_value_as_they_are(form, start):
+    """onnxruntime's Loop takes a [1] condition: the Reshape to 0-d goes, and so does the Identity that gave the
+    token a second name for the list; each exit (the test, the trip count, no trip at all) gives the same values."""
+    model = _decoder_loop(form, start)
+    simplify(model, {"tok": [1], "s": [1]})
+    body = next(n for n in model.graph.node if n.op_type == "Loop").attribute[0].g
+    assert not {"Reshape", "Identity"} & set(_ops(body))
+    _same_runs(_decoder_loop(form, start), model)
+
+
+def test_a_body_reading_its_condition_keeps_its_shape():
+    model = _decoder_loop("not", "const", reads_cond=True)
+    simplify(model, {"tok": [1]})
+    body = next(n for n in model.graph.node if n.op_type == "Loop").attribute[0].g
+    assert "Reshape" in _ops(body) and "Identity" not in _ops(body)
+    _same_runs(_decoder_loop("not", "const", reads_cond=True), model)

@@ -9,8 +9,9 @@ values nothing reads. onnxruntime removes none of these inside a Loop body
 (its level-ALL graph keeps every one), and in a loop each costs about 0.3 µs
 per iteration (CPU, one thread) on top of the oracle's straight-line graph.
 Some glue computes something in more nodes than it needs: torch's `any()`
-(a Cast, a sum and a comparison, one bool reduction from opset 20 on), and the
-Reshape to 1-d before `torch.norm`'s reduction over all axes.
+(a Cast, a sum and a comparison, one bool reduction from opset 20 on), the
+Reshape to 1-d before `torch.norm`'s reduction over all axes, and a loop
+body's outputs (see loop_outputs).
 
 Every rewrite keeps each value's dtype, shape and contents; a graph's
 outputs keep their names where they are the model's, and move to the value
@@ -23,6 +24,7 @@ import onnx
 from onnx import numpy_helper, shape_inference
 
 from ..onnx_graph import Names, attr, reads, subgraphs
+from .loop_outputs import loop_outputs
 
 __all__ = ["simplify"]
 
@@ -130,6 +132,9 @@ class _Pass:
                 self.graph(sub)
             if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
                 self._bound(node, graph, kept)
+                nodes, inits = loop_outputs(node, self.consts, self._shape, self.names)
+                kept += nodes
+                graph.initializer.extend(inits)
             same = self._equal_input(node)
             if same is not None and len(node.output) == 1:
                 out = node.output[0]
