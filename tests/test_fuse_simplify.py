@@ -196,3 +196,159 @@ def test_constant_nodes_become_initializers_of_their_graph():
         got = _run(model, {"c": np.array(c), "x": np.zeros(2, np.float32)})
         np.testing.assert_array_equal(got[0], [y, y])
         assert got[1] == k
+
+
+def _reductions_model(dims, opset=20):
+    """torch's `any()`, `all()`, `not all()`, `any(1, keepdim=True)` and `all(-1)` of a bool `x`, each or'ed with `c`
+    (a node that reads it: a model output would keep its node)."""
+    nodes, inits = [], [h.make_tensor("zero", T.INT64, [], [0]), h.make_tensor("ax1", T.INT64, [1], [1]),
+                        h.make_tensor("axl", T.INT64, [1], [-1])]
+
+    def any_of(name, src, axes=None, keepdims=0):
+        nodes.extend([h.make_node("Cast", [src], [f"{name}_i"], to=T.INT64),
+                      h.make_node("ReduceSum", [f"{name}_i", *([axes] if axes else [])], [f"{name}_s"],
+                                  keepdims=keepdims),
+                      h.make_node("Greater", [f"{name}_s", "zero"], [f"{name}_any"])])
+        return f"{name}_any"
+
+    def negated(name, value):
+        nodes.append(h.make_node("Not", [value], [f"{name}_not"]))
+        return f"{name}_not"
+
+    results = {"any": any_of("a", "x"),
+               "all": negated("b", any_of("b", negated("bx", "x"))),
+               "not_all": any_of("c", negated("cx", "x")),
+               "any_dim": any_of("d", "x", "ax1", keepdims=1),
+               "all_dim": negated("e", any_of("e", negated("ex", "x"), "axl"))}
+    for name, value in results.items():
+        nodes.append(h.make_node("Or", [value, "c"], [name]))
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.BOOL, dims),
+                                      h.make_tensor_value_info("c", T.BOOL, [])],
+                         [h.make_tensor_value_info(n, T.BOOL, None) for n in results], initializer=inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], ir_version=9)
+
+
+def test_any_and_all_become_bool_reductions():
+    """Cast -> ReduceSum -> Greater(0) is any(); with a Not before it, not all(): one reduction each, the
+    same values on every pattern (all True, all False, one different, rows that differ)."""
+    model = _reductions_model([2, 3])
+    simplify(model)
+    ops = _ops(model.graph)
+    assert not {"Cast", "ReduceSum", "Greater"} & set(ops)
+    assert ops.count("ReduceMax") == 2 and ops.count("ReduceMin") == 3 and ops.count("Not") == 1  # not all(x)
+    patterns = [np.ones((2, 3), bool), np.zeros((2, 3), bool), np.eye(2, 3, dtype=bool), ~np.eye(2, 3, dtype=bool),
+                np.array([[True] * 3, [False] * 3])]
+    for x in patterns:
+        feeds = {"x": x, "c": np.array(False)}
+        expected = _run(_reductions_model([2, 3]), feeds)
+        got = _run(model, feeds)
+        assert [(a.shape, a.dtype) for a in got] == [(a.shape, a.dtype) for a in expected]
+        for a, b in zip(expected, got):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dims,opset,sums", [([0, 3], 20, 3), ([2, 0], 20, 5), (["n", 3], 20, 5), (None, 20, 5),
+                                            ([2, 3], 17, 5)])
+def test_any_and_all_stay_sums_where_a_reduced_set_may_be_empty_or_the_opset_is_older(dims, opset, sums):
+    """onnxruntime refuses a bool reduction over nothing (any() of nothing is False, all() True), and before
+    opset 20 none at all. [0, 3]: the reductions over its 3 columns qualify, those over everything do not."""
+    model = _reductions_model(dims, opset)
+    simplify(model)
+    assert _ops(model.graph).count("ReduceSum") == sums
+    for value in (False, True):
+        feeds = {"x": np.full([d if d != "n" else 0 for d in dims or [0, 3]], value), "c": np.array(False)}
+        for a, b in zip(_run(_reductions_model(dims, opset), feeds), _run(model, feeds)):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+
+
+def _norm_model(op, keepdims=0, target=(-1,)):
+    """`torch.norm(a - b)`: the difference flattened, then reduced over all axes."""
+    graph = h.make_graph(
+        [h.make_node("Sub", ["a", "b"], ["d"]), h.make_node("Reshape", ["d", "flat"], ["f"]),
+         h.make_node(op, ["f"], ["y"], keepdims=keepdims)], "g",
+        [h.make_tensor_value_info("a", T.FLOAT, [2, 3]), h.make_tensor_value_info("b", T.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        initializer=[h.make_tensor("flat", T.INT64, [len(target)], list(target))])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("op", ["ReduceL2", "ReduceSum", "ReduceMax", "ReduceMean", "ReduceLogSumExp"])
+def test_a_reduction_over_all_axes_reads_the_unflattened_value(op):
+    model = _norm_model(op)
+    simplify(model)
+    assert _ops(model.graph) == ["Sub", op]
+    rng = np.random.default_rng(0)
+    for k in range(20):
+        a, b = rng.standard_normal((2, 2, 3)).astype(np.float32) * (10.0 if k % 2 else 0.1)
+        if k == 3:
+            a[1, 2] = np.nan
+        feeds = {"a": a, "b": b}
+        expected, got = _run(_norm_model(op), feeds)[0], _run(model, feeds)[0]
+        assert expected.shape == got.shape == () and expected.tobytes() == got.tobytes()
+
+
+def test_a_flattening_stays_where_the_reduction_keeps_dims_or_the_shape_is_given():
+    for keepdims, target in ((1, (-1,)), (0, (6,))):
+        model = _norm_model("ReduceL2", keepdims, target)
+        simplify(model)
+        assert "Reshape" in _ops(model.graph)
+
+
+def _decoder_loop(form: str, start: str, reads_cond: bool = False):
+    """`while tok != 2` (form "not": `not (tok == 2)` of a [1] token) or `while h.sum(1) < 9` (form "less"), each
+    test `.item()`'d to 0-d; the token carried and appended to a list (its copy). `start` is the Loop's initial
+    condition: a constant, one computed from the input `m` (`m > 0`), or none."""
+    test = [h.make_node("Equal", ["tok", "two"], ["hit"]), h.make_node("Reshape", ["hit", "scalar"], ["hit_0d"]),
+            h.make_node("Not", ["hit_0d"], ["cond"])] if form == "not" else \
+        [h.make_node("ReduceSum", ["h", "ax1"], ["s"], keepdims=0), h.make_node("Less", ["s", "nine"], ["low"]),
+         h.make_node("Reshape", ["low", "scalar"], ["cond"])]
+    vi = h.make_tensor_value_info
+    uses_c = [h.make_node("Cast", ["c"], ["c_f"], to=T.FLOAT), h.make_node("Add", ["h", "c_f"], ["h_out"])]
+    body = h.make_graph(
+        [h.make_node("Add", ["h_in", "step"], ["h"]), h.make_node("ArgMax", ["h"], ["tok"], axis=-1, keepdims=0),
+         *test, h.make_node("Identity", ["tok"], ["tok_copy"]), *(uses_c if reads_cond else [])],
+        "body",
+        [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("h_in", T.FLOAT, None), vi("tok_in", T.INT64, None)],
+        [vi("cond", T.BOOL, []), vi("h_out" if reads_cond else "h", T.FLOAT, None), vi("tok", T.INT64, None),
+         vi("tok_copy", T.INT64, None)],
+        initializer=[h.make_tensor("step", T.FLOAT, [1, 4], [0.0, 0.5, 1.0, 0.0]),
+                     h.make_tensor("two", T.INT64, [], [2]), h.make_tensor("scalar", T.INT64, [0], []),
+                     h.make_tensor("ax1", T.INT64, [1], [1]), h.make_tensor("nine", T.FLOAT, [], [9.0])])
+    nodes = [h.make_node("Greater", ["m", "zero"], ["go"])] if start == "computed" else []
+    nodes.append(h.make_node("Loop", ["m", "" if start == "none" else "go", "h0", "tok0"],
+                             ["h_last", "tok_last", "toks"], body=body))
+    graph = h.make_graph(nodes, "g", [vi("h0", T.FLOAT, [1, 4]), vi("m", T.INT64, [])],
+                         [vi("h_last", T.FLOAT, None), vi("tok_last", T.INT64, None), vi("toks", T.INT64, None)],
+                         initializer=[h.make_tensor("tok0", T.INT64, [1], [0]), h.make_tensor("zero", T.INT64, [], [0])]
+                         + ([h.make_tensor("go", T.BOOL, [], [True])] if start == "const" else []))
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 20)], ir_version=9)
+
+
+def _same_runs(expected_model, model):
+    for h0 in ([[0.0, 0.0, 0.0, 0.0]], [[5.0, 0.0, 0.0, 0.0]], [[0.0, 0.0, 3.0, 0.0]], [[1.0, 9.0, 0.0, 0.0]]):
+        for m in (0, 1, 3, 20):
+            feeds = {"h0": np.array(h0, np.float32), "m": np.array(m, np.int64)}
+            for a, b in zip(_run(expected_model, feeds), _run(model, feeds)):
+                assert a.shape == b.shape and a.dtype == b.dtype
+                np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("form", ["not", "less"])
+@pytest.mark.parametrize("start", ["const", "computed", "none"])
+def test_a_loop_body_returns_its_one_element_condition_and_a_repeated_value_as_they_are(form, start):
+    """onnxruntime's Loop takes a [1] condition: the Reshape to 0-d goes, and so does the Identity that gave the
+    token a second name for the list; each exit (the test, the trip count, no trip at all) gives the same values."""
+    model = _decoder_loop(form, start)
+    simplify(model, {"tok": [1], "s": [1]})
+    body = next(n for n in model.graph.node if n.op_type == "Loop").attribute[0].g
+    assert not {"Reshape", "Identity"} & set(_ops(body))
+    _same_runs(_decoder_loop(form, start), model)
+
+
+def test_a_body_reading_its_condition_keeps_its_shape():
+    model = _decoder_loop("not", "const", reads_cond=True)
+    simplify(model, {"tok": [1]})
+    body = next(n for n in model.graph.node if n.op_type == "Loop").attribute[0].g
+    assert "Reshape" in _ops(body) and "Identity" not in _ops(body)
+    _same_runs(_decoder_loop("not", "const", reads_cond=True), model)

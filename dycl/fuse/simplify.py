@@ -8,6 +8,10 @@ test adds another), `x and True` (a `while True:` loop's test), `i + 0` (a
 values nothing reads. onnxruntime removes none of these inside a Loop body
 (its level-ALL graph keeps every one), and in a loop each costs about 0.3 µs
 per iteration (CPU, one thread) on top of the oracle's straight-line graph.
+Some glue computes something in more nodes than it needs: torch's `any()`
+(a Cast, a sum and a comparison, one bool reduction from opset 20 on), the
+Reshape to 1-d before `torch.norm`'s reduction over all axes, and a loop
+body's outputs (see loop_outputs).
 
 Every rewrite keeps each value's dtype, shape and contents; a graph's
 outputs keep their names where they are the model's, and move to the value
@@ -19,7 +23,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
 
-from ..onnx_graph import reads, subgraphs
+from ..onnx_graph import Names, attr, reads, subgraphs
+from .loop_outputs import loop_outputs
 
 __all__ = ["simplify"]
 
@@ -28,6 +33,10 @@ _INTS = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16,
 # not (a OP b) == a INVERSE b, for integers (with floats, a NaN makes both sides of each pair False)
 _INVERSE = {"Less": "GreaterOrEqual", "GreaterOrEqual": "Less", "Greater": "LessOrEqual", "LessOrEqual": "Greater"}
 _SMALL = 16  # initializers this small are read as constants
+_REDUCE = {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+           "ReduceProd", "ReduceSum", "ReduceSumSquare"}
+_BROADCAST = {"Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Add", "Sub",
+              "Mul", "Div", "Where"}  # output shape: the inputs' shapes broadcast
 
 
 def simplify(model: onnx.ModelProto, declared: dict[str, list | None] | None = None) -> None:
@@ -43,7 +52,8 @@ def simplify(model: onnx.ModelProto, declared: dict[str, list | None] | None = N
         elem, shape = types.get(name, (None, None))
         if shape is None and dims is not None and None not in dims:
             types[name] = (elem, tuple(dims))
-    pass_ = _Pass(types)
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
+    pass_ = _Pass(types, opset, Names(model))
     pass_.graph(model.graph, top=True)
     _dead(model.graph)
 
@@ -98,8 +108,8 @@ def _types(model: onnx.ModelProto) -> dict[str, tuple]:
 class _Pass:
     """One walk over the graphs, outer before inner; names are unique across the model."""
 
-    def __init__(self, types: dict):
-        self.types = types
+    def __init__(self, types: dict, opset: int, names: Names):
+        self.types, self.opset, self.names = types, opset, names
         self.sub: dict[str, str] = {}  # a removed node's output -> the value it equals
         self.consts: dict[str, np.ndarray] = {}
         self.producer: dict[str, onnx.NodeProto] = {}
@@ -122,6 +132,9 @@ class _Pass:
                 self.graph(sub)
             if node.op_type == "Loop" and node.domain in ("", "ai.onnx"):
                 self._bound(node, graph, kept)
+                nodes, inits = loop_outputs(node, self.consts, self._shape, self.names)
+                kept += nodes
+                graph.initializer.extend(inits)
             same = self._equal_input(node)
             if same is not None and len(node.output) == 1:
                 out = node.output[0]
@@ -134,10 +147,12 @@ class _Pass:
                     self.sub[out] = same
                     continue
             self._invert(node)
-            kept.append(node)
-            made.update(node.output)
-            for out in node.output:
-                self.producer[out] = node
+            self._flat_reduce(node)
+            for new in self._any(node):  # the node, and one it now reads from
+                kept.append(new)
+                made.update(new.output)
+                for out in new.output:
+                    self.producer[out] = new
         del graph.node[:]
         graph.node.extend(kept)
         stale = [v for v in graph.value_info if v.name in self.sub]
@@ -185,6 +200,81 @@ class _Pass:
         node.op_type = _INVERSE[inner.op_type]
         node.input[:] = list(inner.input)
 
+    def _flat_reduce(self, node) -> None:
+        """A reduction over all axes (to a 0-d value) reads what `Reshape(x, [-1])` flattened: x itself
+        (`torch.norm(h - h_prev)`). The Reshape goes if nothing else reads it."""
+        if not _op(node, *_REDUCE) or attr(node, "keepdims", 1) != 0 or attr(node, "noop_with_empty_axes", 0) \
+                or attr(node, "axes") is not None or len([n for n in node.input if n]) != 1:
+            return
+        flat = self.producer.get(node.input[0])
+        target = self.consts.get(flat.input[1]) if _op(flat, "Reshape") else None
+        if target is not None and target.ndim == 1 and target.tolist() == [-1]:
+            node.input[0] = flat.input[0]
+
+    def _any(self, node) -> list:
+        """torch's `any(b)`, `Cast(b, int64) -> ReduceSum -> Greater(., 0)`, as `ReduceMax(b)`, and its `any(not x)`
+        (`not all(x)`; `all(x)` is its Not) as `Not(ReduceMin(x))`: the node and the one it now reads.
+
+        Bool reductions came with opset 20, and onnxruntime refuses them over nothing (where `any` is False and `all`
+        True): only where the reduced dims are known and none is 0.
+        """
+        if self.opset < 20 or not _op(node, "Greater") or len(node.input) != 2:
+            return [node]
+        zero, total = self.consts.get(node.input[1]), self.producer.get(node.input[0])
+        if zero is None or zero.ndim != 0 or zero.dtype.kind not in "iu" or int(zero) != 0 \
+                or not _op(total, "ReduceSum"):
+            return [node]
+        cast = self.producer.get(total.input[0])
+        if not _op(cast, "Cast") or attr(cast, "to") != onnx.TensorProto.INT64 \
+                or self.types.get(cast.input[0], (None,))[0] != onnx.TensorProto.BOOL:
+            return [node]
+        axes = total.input[1:2] if len(total.input) > 1 and total.input[1] else []
+        keep = attr(total, "keepdims", 1)
+        shape = None if attr(total, "noop_with_empty_axes", 0) else self._reduced(cast.input[0], axes, keep)
+        if shape is None:
+            return [node]
+        negated = self.producer.get(cast.input[0])
+        del node.attribute[:]
+        if _op(negated, "Not"):
+            every = self.names.fresh(f"{node.output[0]}_all")
+            self.types[every] = (onnx.TensorProto.BOOL, shape)
+            node.op_type, node.input[:] = "Not", [every]
+            return [onnx.helper.make_node("ReduceMin", [negated.input[0], *axes], [every], name=every,
+                                          keepdims=keep), node]
+        node.op_type, node.input[:] = "ReduceMax", [cast.input[0], *axes]
+        node.attribute.extend([onnx.helper.make_attribute("keepdims", keep)])
+        return [node]
+
+    def _reduced(self, name: str, axes: list[str], keep: int) -> tuple | None:
+        """The shape of `name` reduced over `axes` (all where none), if known and every reduced set is non-empty."""
+        shape = self._shape(name)
+        if shape is None:
+            return None
+        picked = set(range(len(shape)))
+        if axes:
+            given = self.consts.get(axes[0])
+            if given is None or given.ndim != 1 or given.size == 0 \
+                    or any(not -len(shape) <= a < len(shape) for a in given):
+                return None
+            picked = {int(a) % len(shape) for a in given}
+        if any(shape[a] <= 0 for a in picked):
+            return None
+        return tuple(1 if a in picked else d for a, d in enumerate(shape) if keep or a not in picked)
+
+    def _shape(self, name: str) -> tuple | None:
+        """`name`'s static shape: from shape inference or the regions, else broadcast from its producer's inputs
+        (a comparison of a region's value that shape inference could not type in a loop body)."""
+        shape = self.types.get(name, (None, None))[1]
+        node = self.producer.get(name)
+        if shape is None and _op(node, *_BROADCAST) and len(node.output) == 1:
+            shapes = [self._shape(n) for n in node.input]
+            if shapes and None not in shapes:
+                try:
+                    shape = tuple(np.broadcast_shapes(*shapes))
+                except ValueError:
+                    return None
+                self.types[name] = (self.types.get(name, (None,))[0], shape)
+        return shape
 
     def _bound(self, loop, graph, kept: list) -> None:
         """`and t < K` in a Loop body's condition, with `t` carried from a constant and one more each
@@ -235,6 +325,10 @@ class _Pass:
             return None
         last = int(values[1]) - int(values[2]) + (compare.op_type == "LessOrEqual")
         return max(last, 1) if abs(last) < 2 ** 62 else None
+
+
+def _op(node, *ops: str) -> bool:
+    return node is not None and node.op_type in ops and node.domain in ("", "ai.onnx")
 
 
 def _unread_carried(loop, used: set) -> None:
