@@ -29,6 +29,7 @@ from .block import Block, Context, graph_outputs
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
 from .peel import peel
+from .reuse import reuse
 from .simplify import simplify
 
 __all__ = ["Unfusable", "Fusion", "fuse_program", "called_regions"]
@@ -84,6 +85,7 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
                               ir_version=ir)
     simplify(model, ctx.shapes)
     peel(model)
+    reuse(model)
     out_names = live + [f"{lst}_items" for lst in scans]
     origin = _span(run)
     fused = RegionSignature(
