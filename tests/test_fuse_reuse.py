@@ -47,8 +47,7 @@ def _run(model, x):
 
 def _inputs():
     """Inputs whose gate opens and inputs whose gate closes."""
-    xs = [(RNG.standard_normal((2, 4, 5, 3)) + shift).astype(np.float32) for shift in np.linspace(-3, 3, 7)]
-    return xs
+    return [(RNG.standard_normal((2, 4, 5, 3)) + shift).astype(np.float32) for shift in np.linspace(-3, 3, 7)]
 
 
 def _else(model):
