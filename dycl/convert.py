@@ -707,14 +707,18 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
     for region in regions.values():
         trial.add(region)
     for k, fusion in enumerate(fusions):
-        name, where = fusion.signature.name, f"{fusion.block.origin.func} {fusion.block.origin.lines}"
-        st.progress("fuse", f"fusion trial {k + 1} of {len(fusions)}: {where} as region {name}", k,
+        where = f"{fusion.origin.func} {fusion.origin.lines}"
+        names = ", ".join(sig.name for _, sig in fusion.parts)
+        st.progress("fuse", f"fusion trial {k + 1} of {len(fusions)}: {where} as region"
+                    f"{'s' if len(fusion.parts) > 1 else ''} {names}", k,
                     len(fusions))
-        onnx_path = os.path.join(scratch, f"{name}.onnx")
-        onnx.save(fusion.model, onnx_path)
-        fusion.signature = fusion.signature.with_artifact(fuser.artifact(name))
         try:
-            fuser.compile(onnx_path, os.path.join(st.workdir, fusion.signature.artifact))
+            for i, (model, sig) in enumerate(fusion.parts):
+                onnx_path = os.path.join(scratch, f"{sig.name}.onnx")
+                onnx.save(model, onnx_path)
+                sig = sig.with_artifact(fuser.artifact(sig.name))
+                fuser.compile(onnx_path, os.path.join(st.workdir, sig.artifact))
+                fusion.parts[i] = (model, sig)
         except Exception as exc:  # the backend refuses the fused graph (INVALID_GRAPH): the host keeps the code
             st.unfused.append(f"{where}: {fuser.name} refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
             continue
@@ -723,8 +727,13 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
             st.unfused.append(f"{where}: {why_not}")
             continue
         st.program = fused_program
-        regions[name] = fusion.signature
-        st.fused.append(f"{where}: region {name} runs {', '.join(fusion.signature.fuses)}")
+        for _, sig in fusion.parts:
+            regions[sig.name] = sig
+        taken = sorted({d.decision for d in fusion.decided.values()})
+        first = f"decision{'s' if len(taken) > 1 else ''} {', '.join(taken)} taken in the host, one region per " \
+            "arm: " if taken else ""
+        st.fused.append(f"{where}: {first}" + "; ".join(f"region {sig.name} runs {', '.join(sig.fuses)}"
+                                                  for _, sig in fusion.parts))
     used = set(called_regions(st.program.body))
     st.signatures = [s for name, s in regions.items() if name in used]
     artifacts = {s.artifact for s in st.signatures if s.artifact}

@@ -308,9 +308,9 @@ def test_a_fusion_makes_a_new_program_and_leaves_the_old_one_as_it_was(converted
     run = inner.orelse[:1]  # a run nested in an arm
     block = FusedBlock("block_test", [], [], [], [], run, run[0].region.origin if hasattr(run[0], "region")
                        else run[0].origin)
-    new = Fusion(run, None, {}, block).applied(program)
+    new = Fusion(run, [], block).applied(program)
     assert list(host_nodes(program.body)) == before  # unchanged
     copied = next(n for n in new.body if isinstance(n, If) and n.decision == inner.decision)
     assert copied is not inner and copied.orelse[0] is block and copied.body is inner.body
     assert copied in new.decisions and inner not in new.decisions and inner in program.decisions
-    assert Fusion(run, None, {}, block).applied(new) is None  # its run is no longer in that tree
+    assert Fusion(run, [], block).applied(new) is None  # its run is no longer in that tree

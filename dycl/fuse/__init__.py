@@ -8,8 +8,9 @@ counters, `.item()` comparisons, `.shape[i]`, `lst.append(v)` in a loop,
 `if c: break` at a loop's end), the regions' graphs are inlined into one graph
 with `If` and `Loop` nodes and the host calls it once. Python scalars travel
 as 0-d tensors with Python's own precision (int64, float64, bool), so every
-comparison decides as the host would. Backends without control flow (TVM)
-keep the host's decisions, which is what they need.
+comparison decides as the host would. A shape decision the host can take
+before the run stays in the host, with one graph per arm (see arms). Backends
+without control flow (TVM) keep the host's decisions, which is what they need.
 """
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ from .block import Block, Context, graph_outputs
 from .graph import DTYPE_OF_KIND, NP_ELEM, Env, Graph, Tup, Unfusable, Val
 from .runs import _empty_list, _returns, _runs, early_exit, names_outside, worth_it
 from .addends import fold_addends
+from .arms import MAX_SPLITS, arm_runs, host_decision
 from .hoist import hoist
 from .peel import peel
+from .reuse import reuse
 from .simplify import simplify
 
 __all__ = ["Unfusable", "Fusion", "fuse_program", "called_regions"]
@@ -88,6 +91,7 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     simplify(model, ctx.shapes)
     peel(model)
     fold_addends(model, ctx.shapes)
+    reuse(model)
     out_names = live + [f"{lst}_items" for lst in scans]
     origin = _span(run)
     fused = RegionSignature(
@@ -155,18 +159,25 @@ def called_regions(nodes: list) -> list[str]:
 
 
 class Fusion:
-    """One run of host nodes built as a graph, and its FusedBlock; the host tree is never changed in place."""
+    """One run of host nodes built as graphs, and the node in its place; the host tree is never changed in place.
 
-    def __init__(self, run: list, model: onnx.ModelProto, signature: RegionSignature,
-                 block: FusedBlock):
-        self.run, self.model, self.signature, self.block = run, model, signature, block
+    `parts` are (model, region signature) per graph; `block` is their FusedBlock, or the host `If` of a shape
+    decision taken before the run (see arms) with a FusedBlock (or the plain host nodes) per arm. `decided`
+    maps each such decision of the run to its host `If`.
+    """
+
+    def __init__(self, run: list, parts: list[tuple[onnx.ModelProto, RegionSignature]], block,
+                 decided: dict | None = None):
+        self.run, self.parts, self.block = run, parts, block
+        self.decided = decided or {}
+        self.origin = _span(run)
 
     def applied(self, program: Program) -> Program | None:
         """A new program whose tree has the block in place of the run; None where the run is no longer in the
         tree (an earlier fusion took it). Nodes are shared; the lists and ifs and loops holding the run are
         copied, and the program's decisions and loops name the copies."""
-        copies: dict[int, object] = {}
-        body = _replaced(program.body, self.run, self.block, copies)
+        copies: dict[int, object] = dict(self.decided)
+        body = _replaced(program.body, self.run, [self.block], copies)
         if body is None:
             return None
         new = copy.copy(program)
@@ -176,20 +187,50 @@ class Fusion:
         return new
 
 
-def _replaced(nodes: list, run: list, block: FusedBlock, copies: dict) -> list | None:
+def _replaced(nodes: list, run: list, new: list, copies: dict) -> list | None:
+    """`nodes` with `run` (found by identity, in them or in an arm or body below) replaced by the nodes `new`."""
     for k, node in enumerate(nodes):
         if node is run[0]:
             if len(nodes) - k < len(run) or any(a is not b for a, b in zip(nodes[k:], run)):
                 return None
-            return nodes[:k] + [block] + nodes[k + len(run):]
+            return nodes[:k] + new + nodes[k + len(run):]
         for arm in ("body", "orelse") if isinstance(node, If) else ("body",) if isinstance(node, Loop) else ():
-            inner = _replaced(getattr(node, arm), run, block, copies)
+            inner = _replaced(getattr(node, arm), run, new, copies)
             if inner is not None:
                 changed = copy.copy(node)
                 setattr(changed, arm, inner)
                 copies[id(node)] = changed
                 return nodes[:k] + [changed] + nodes[k + 1:]
     return None
+
+
+def _build_split(program: Program, run: list, names: Namespace, params: list[Param],
+                 regions: dict[str, RegionSignature], models: dict[str, onnx.ModelProto], backend: str,
+                 splits: int = MAX_SPLITS) -> Fusion:
+    """The fusion of `run`, with the shape decisions the host can take first taken in the host (see arms):
+    a graph per arm worth one, the plain host nodes for an arm that is not."""
+    k = host_decision(run) if splits else None
+    if k is None:
+        model, fused, block = _build(program, run, names.fresh(f"block_L{_span(run).first}"), params, regions,
+                                     models, backend)
+        return Fusion(run, [(model, fused)], block)
+    parts, decided, arms = [], {}, []
+    for arm in arm_runs(run, k):
+        if not worth_it(arm):
+            arms.append(arm)
+            continue
+        probe = copy.copy(program)  # the program as the arm's path has it: what the arm's graph reads and leaves
+        probe.body = _replaced(program.body, run, arm, {})
+        inner = _build_split(probe, arm, names, params, regions, models, backend, splits - 1)
+        parts += inner.parts
+        decided.update(inner.decided)
+        arms.append([inner.block])
+    if not parts:
+        raise Unfusable("neither arm of the decision is worth a graph of its own")
+    decision = copy.copy(run[k])
+    decision.body, decision.orelse = arms
+    decided[id(run[k])] = decision
+    return Fusion(run, parts, decision, decided)
 
 
 def fuse_program(program: Program, params: list[Param], regions: dict[str, RegionSignature],
@@ -203,6 +244,18 @@ def fuse_program(program: Program, params: list[Param], regions: dict[str, Regio
         nodes, start, end = work.pop(0)
         run = nodes[start:end]
         origin = _span(run)
+        split = None  # why a shape decision the host could take first stays in the graph
+        if host_decision(run) is not None:
+            checkpoint = names.checkpoint()
+            try:
+                fusions.append(_build_split(program, run, names, params, regions, models, backend))
+                continue
+            except Exception as exc:  # noqa: BLE001 - the decision stays in the graph, as an ONNX If
+                names.rollback(checkpoint)
+                decision = run[host_decision(run)]
+                split = (f"{decision.origin.func} {decision.origin.lines}: decision {decision.decision} is taken in "
+                         f"the graph, not in the host before it ({type(exc).__name__}: "
+                         f"{(str(exc).strip().splitlines() or [''])[0]})")
         try:
             model, fused, block = _build(program, run, names.fresh(f"block_L{origin.first}"), params, regions, models,
                                          backend)
@@ -223,7 +276,9 @@ def fuse_program(program: Program, params: list[Param], regions: dict[str, Regio
             reasons.append(f"{origin.func} {origin.lines}: no graph built ({type(exc).__name__}: "
                            f"{(str(exc).strip().splitlines() or [''])[0]})")
             continue
-        fusions.append(Fusion(run, model, fused, block))
+        fusions.append(Fusion(run, [(model, fused)], block))
+        if split:
+            reasons.append(split)
     return fusions, reasons
 
 

@@ -89,7 +89,8 @@ def try_fusion(trial: HostTrial, fusion, measure: bool):
     if fused_program is None:
         return None, "an earlier fusion runs this code"
     try:
-        trial.add(fusion.signature)
+        for _, signature in fusion.parts:
+            trial.add(signature)
         fused = trial.forward(fused_program)
         trial.check(fused)
     except Exception as exc:
