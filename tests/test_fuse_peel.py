@@ -102,12 +102,40 @@ def test_repeated_work_runs_once_with_the_same_answers():
     assert runs == {0, 1, 2, 3, 10}, "the cases did not cover loops of no, one, two, three and many iterations"
 
 
+def _ifs(model: onnx.ModelProto) -> int:
+    def walk(graph):
+        for node in graph.node:
+            yield node.op_type
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    yield from walk(attr.g)
+
+    return list(walk(model.graph)).count("If")
+
+
+def test_work_that_cannot_fail_runs_once_without_a_second_if():
+    """With every shape the repeated work reads static, and only ops that cannot fail on data, the work
+    runs right after the first iteration, and the loop's own zero trips stand for the If."""
+    original = _loop_model()
+    peeled = onnx.ModelProto()
+    peeled.CopyFrom(original)
+    assert peel(peeled, {"s": [1, 4], "flag": [1, 1], "n": []}) == 1
+    assert _ifs(peeled) == 1 and _body_ops(peeled).count("MatMul") == 1  # the If on the first iteration only
+    before, after = _session(original), _session(peeled)
+    x = RNG.standard_normal((1, 4)).astype(np.float32)
+    for trips, go, limit in itertools.product([0, 1, 2, 3, 10], [False, True], [0.5, 1.5, 2.5, 100.0]):
+        feeds = {"x": x, "limit": np.array(limit, np.float32), "M": np.array(trips, np.int64), "c0": np.array(go)}
+        for e, g in zip(before.run(None, feeds), after.run(None, feeds)):
+            np.testing.assert_array_equal(g, e, err_msg=f"M={trips} c0={go} limit={limit}")
+
+
 def test_repeated_work_runs_only_where_a_second_iteration_would():
     """Work that fails on the settled values fails where the second iteration would have, and nowhere else."""
     original = _loop_model(shaped=True)
     peeled = onnx.ModelProto()
     peeled.CopyFrom(original)
-    assert peel(peeled) == 1
+    assert peel(peeled, {"s": [1, 4], "n": []}) == 1  # the flag's shape is data: not known statically
+    assert _ifs(peeled) == 2
     before, after = _session(original), _session(peeled)
     x = RNG.standard_normal((1, 4)).astype(np.float32)
     wide = np.array([1, 2], np.int64)

@@ -89,7 +89,7 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
                               ir_version=ir)
     hoist(model, ctx.shapes)
     simplify(model, ctx.shapes)
-    peel(model)
+    peel(model, ctx.shapes)
     fold_addends(model, ctx.shapes)
     reuse(model)
     out_names = live + [f"{lst}_items" for lst in scans]

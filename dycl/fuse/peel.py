@@ -20,32 +20,45 @@ on). It runs exactly where the second iteration would have, on the inputs that i
 have read: the same values, and the same failures. Only loops whose repeated work holds a matrix
 product or a convolution are rewritten (the two Ifs cost more than a few small nodes save), and
 none that read the iteration number, have scan outputs, or hold graphs in their body.
+
+Where the repeated work cannot fail (ops that give a result for any values, every input of a static
+shape: ACT's concat and projection), it runs right after the first iteration whether or not a second
+follows, and the loop, whose zero trips return the first iteration's values, stands for the inner If
+and its copies: about 2 µs less per call, one more projection where the loop stops after one iteration.
 """
 from __future__ import annotations
 
 import onnx
 from onnx import helper
 
-from ..onnx_graph import Names, subgraphs
+from ..onnx_graph import Names, loop_shapes, subgraphs
 
 __all__ = ["peel"]
 
 _HEAVY = {"Gemm", "MatMul", "Conv", "ConvTranspose", "Einsum"}
+# ops whose result exists for any values of consistent shapes (no division, no indexing by data)
+_TOTAL = _HEAVY | {"Add", "Sub", "Mul", "Neg", "Abs", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Erf",
+                   "Softmax", "Concat", "Split", "Transpose", "Unsqueeze", "Squeeze", "Identity", "Cast", "Where",
+                   "Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Max", "Min"}
 _RANDOM = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli",
            "Dropout"}
 
 
-def peel(model: onnx.ModelProto) -> int:
-    """Peel the qualifying loops of `model`'s top graph, in place; how many were."""
+def peel(model: onnx.ModelProto, declared: dict[str, list | None] | None = None) -> int:
+    """Peel the qualifying loops of `model`'s top graph, in place; how many were. `declared`: the dims
+    the regions declare for values (a loop body's inputs have no others)."""
     graph = model.graph
     if not any(n.op_type == "Loop" for n in graph.node):
         return 0
-    names = Names(model)
+    names, shapes = Names(model), None
     nodes, peeled = [], 0
     for node in graph.node:
         repeated = _repeated(node) if node.op_type == "Loop" and node.domain in ("", "ai.onnx") else None
         if repeated:
-            nodes += _peeled(node, repeated, names, graph)
+            shapes = shapes if shapes is not None else loop_shapes(model, declared or {})
+            body = next(a.g for a in node.attribute if a.name == "body")
+            known = {t.name for t in (*graph.initializer, *body.initializer)}
+            nodes += _peeled(node, repeated, names, graph, _total(repeated, shapes, known))
             peeled += 1
         else:
             nodes.append(node)
@@ -84,7 +97,20 @@ def _repeated(loop) -> list | None:
     return repeated if any(n.op_type in _HEAVY for n in repeated) else None
 
 
-def _peeled(loop, repeated: list, names: Names, graph) -> list:
+def _total(repeated: list, shapes: dict, constants: set) -> bool:
+    """Whether the repeated work gives a result, and raises nothing, on any values of the shapes it
+    reads: ops that cannot fail on data, every input a constant or of a static shape inference proved."""
+    def static(name):
+        if name in constants:
+            return True
+        shape = shapes.get(name)
+        return shape is not None and all(isinstance(d, int) for d in shape)
+
+    return all(n.op_type in _TOTAL and n.domain in ("", "ai.onnx") and all(not i or static(i) for i in n.input)
+               for n in repeated)
+
+
+def _peeled(loop, repeated: list, names: Names, graph, total: bool) -> list:
     body = next(a.g for a in loop.attribute if a.name == "body")
     carried = len(loop.input) - 2
     inits = {t.name: t for t in body.initializer}
@@ -138,17 +164,23 @@ def _peeled(loop, repeated: list, names: Names, graph) -> list:
         one = helper.make_tensor(names.fresh("one"), onnx.TensorProto.INT64, [], [1])
         then_inits.append(one)
         then_nodes.append(helper.make_node("Sub", [loop.input[0], one.name], [trips]))
-        then_nodes += _and_positive(cond, trips, names, then_inits)
-        go_on = then_nodes[-1].output[0]
+        if not total:
+            then_nodes += _and_positive(cond, trips, names, then_inits)
+            go_on = then_nodes[-1].output[0]
     types = [o.type.tensor_type.elem_type for o in body.output[1:]]
-    results = [names.fresh(o + "_peeled") for o in loop.output]
-    inner_nodes.append(helper.make_node("Loop", [trips, cond, *values], results, body=body,
-                                        name=names.fresh(loop.name or "loop")))
-    again = _branch(inner_nodes, results, types, names, "second_iteration", [])
-    held = _copies(values, types, names, "first_iteration_only")
     second = [names.fresh(o + "_after_first") for o in loop.output]
-    then_nodes.append(helper.make_node("If", [go_on], second, then_branch=again, else_branch=held,
-                                       name=names.fresh("second_iteration")))
+    if total:  # the work runs even where the loop stops now: cheaper than an If and its copies
+        then_nodes += inner_nodes
+        then_nodes.append(helper.make_node("Loop", [trips, cond, *values], second, body=body,
+                                           name=names.fresh(loop.name or "loop")))
+    else:
+        results = [names.fresh(o + "_peeled") for o in loop.output]
+        inner_nodes.append(helper.make_node("Loop", [trips, cond, *values], results, body=body,
+                                            name=names.fresh(loop.name or "loop")))
+        again = _branch(inner_nodes, results, types, names, "second_iteration", [])
+        held = _copies(values, types, names, "first_iteration_only")
+        then_nodes.append(helper.make_node("If", [go_on], second, then_branch=again, else_branch=held,
+                                           name=names.fresh("second_iteration")))
     ran = _branch(then_nodes, second, types, names, "first_iteration", then_inits)
     unrun = _copies(list(loop.input[2:]), types, names, "no_iteration")
     guard, go = [], loop.input[1]
