@@ -87,7 +87,11 @@ def names_outside(program: Program, skip: set[int]) -> set[str]:
             elif isinstance(node, Loop):
                 expr(node.test)
                 expr(node.iter)
+                before = set(names)
                 walk(node.body)
+                if node.kind == LoopKind.FOR and isinstance(node.target, cst.Name) \
+                        and node.target.value not in before:  # the body reads its own binding of the target
+                    names.discard(node.target.value)
             elif isinstance(node, FusedBlock):
                 names.update(node.args)
 
