@@ -2,8 +2,8 @@
 
 torch turns a list of Python ints into an index tensor; a region holds a host list's items as 0-d
 tensors, and torch reads a list of tensors as a tuple, one index per dimension. Here: the packages
-index as the original does on inputs of other sizes and paths, and a list whose length changes is the
-`[varying-list]` diagnostic.
+index as the original does on inputs of other sizes and paths, a list whose length changes is the
+`[varying-list]` diagnostic, and a package refuses a list of another length than it was converted for.
 """
 import os
 import subprocess
@@ -63,3 +63,16 @@ changes between runs [varying-list]
     assert "Hint: keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`)" in proc.stderr
     assert not out.exists()
 
+
+def test_package_refuses_a_list_of_another_length(converted):
+    import dycl
+    from dycl.runtime.region import RegionError
+
+    result = converted(os.path.join(MODELS, "bad_tolist_index_length.py"), check=1)  # two rows on every run
+    model, net = result.spec.model, dycl.load(result.out)
+    two, one, three = (x for (x,) in result.spec.sample_inputs(3))
+    np.testing.assert_allclose(net(two.numpy()), model(two).numpy(), rtol=1e-6)
+    for x, n in ((one, 1), (three, 3)):
+        with pytest.raises(RegionError, match=rf"input 'list_L14' is a list of {n} items where the compiled graph "
+                                              r"takes 2: .*`x\[idx\]` rather than `x\[idx.tolist\(\)\]`"):
+            net(x.numpy())
