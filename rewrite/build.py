@@ -14,6 +14,7 @@ from .kinds import DecisionClass, LoopKind, StmtKind, TestKind
 from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
 from .region_names import region_hint
+from .list_index import holds_list
 from .tolist import LiftToList, has_call, has_tolist
 from .walk import find
 from .syntax import MUTATORS, lowered_writes, reads_writes, target_names
@@ -193,6 +194,8 @@ class Builder:
             iterable = to_host(hoist(node.iter, kinds, self._emitter(kinds, pending, node.origin, "iter")), kinds)
             flush()
             kinds.set(node.target.value, SCALAR)
+            if holds_list(node.iter, kinds.lists):  # a row of a list of lists is a list
+                kinds.lists.add(node.target.value)
             test = None
         else:
             def emit(expr):
@@ -287,6 +290,8 @@ class Builder:
             for t in targets:
                 if isinstance(t, cst.Name):
                     kinds.set(t.value, info.vtype, derived, _elements(node.value, kinds, derived))
+                    if holds_list(node.value, kinds.lists):
+                        kinds.lists.add(t.value)
                 elif _unpacks(t, node.value, kinds):  # `order, sizes = out` of `out = order_1, sizes_1`
                     for el, (kind, part_derived) in zip(t.elements, kinds.elements[node.value.value]):
                         kinds.set(el.value.value, kind, part_derived)
@@ -388,6 +393,7 @@ class Builder:
             name = self.names.fresh(f"list_L{origin.first}")
             out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], value), kinds), origin))
             kinds.set(name, SCALAR, True)
+            kinds.lists.add(name)
             return cst.Name(name)
 
         def lift_host(call: cst.Call) -> cst.Name:  # reads host values only: before the pending region,
@@ -396,6 +402,8 @@ class Builder:
             name = self.names.fresh(f"host_L{origin.first}")
             out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], call), kinds), origin))
             kinds.set(name, SCALAR, True)
+            if holds_list(call, kinds.lists):  # `list(sizes)`
+                kinds.lists.add(name)
             return cst.Name(name)
 
         return node.visit(LiftToList(kinds, whole, lift, lift_host if in_region else None))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .kinds import ValueKind
+from .list_index import as_index, holds_list
 from .roll import dynamic_roll
 
 __all__ = ["Kinds", "analyze", "list_join", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
@@ -32,10 +33,13 @@ TENSOR, SCALAR, CONTAINER = ValueKind.TENSOR, ValueKind.SCALAR, ValueKind.CONTAI
 class Kinds:
     """What each variable holds at run time: a tensor, a scalar or a container."""
 
-    def __init__(self, initial: dict[str, ValueKind], seen: set[str] | None = None):
+    def __init__(self, initial: dict[str, ValueKind], seen: set[str] | None = None, lists: set[str] | None = None):
         self.kinds = dict(initial)
         self.value_derived: set[str] = set()
         self.seen = seen if seen is not None else set(initial)  # every name ever set, shared by copies
+        # names some binding sets to a list of Python values (`sizes = t.tolist()`), shared by copies:
+        # region code indexing a tensor with one goes through `dycl_index` (list_index.py)
+        self.lists = lists if lists is not None else set()
         # a tuple the host built from a display (`out = order, sizes`): (kind, value_derived) per element,
         # for the names that unpack it (`order, sizes = out`)
         self.elements: dict[str, tuple] = {}
@@ -56,7 +60,7 @@ class Kinds:
             self.elements[name] = elements
 
     def copy(self) -> "Kinds":
-        new = Kinds(self.kinds, self.seen)
+        new = Kinds(self.kinds, self.seen, self.lists)
         new.value_derived = set(self.value_derived)
         new.elements = dict(self.elements)
         return new
@@ -339,11 +343,23 @@ def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
 
 class _RegionForm(cst.CSTTransformer):
     """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions; `len(x)` of a
-    tensor reads its shape."""
+    tensor reads its shape; a tensor's index that may be a list of Python values goes through
+    `dycl_index` (list_index.py)."""
 
     def __init__(self, kinds: Kinds):
         super().__init__()
         self.kinds = kinds
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
+        if analyze(original.value, self.kinds).vtype != TENSOR:
+            return updated
+        elements = []
+        for old, new in zip(original.slice, updated.slice):
+            if isinstance(old.slice, cst.Index) and holds_list(old.slice.value, self.kinds.lists) \
+                    and analyze(old.slice.value, self.kinds).vtype == SCALAR:
+                new = new.with_changes(slice=new.slice.with_changes(value=as_index(new.slice.value)))
+            elements.append(new)
+        return updated.with_changes(slice=elements)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         rolled = dynamic_roll(updated)

@@ -12,6 +12,8 @@ The same goes for Python arithmetic on host values written inside tensor code (`
 Python, which tracing freezes. A call that reads host scalars only, and computes a value-derived
 Python value from them, is made by the host before the region runs, and the region reads its result.
 
+A tensor indexed by such a list (`x[idx.tolist()]`) indexes with the tensor torch makes of it (list_index.py).
+
 Code that runs only sometimes (a conditional expression, `and`/`or`, a lambda, a comprehension) keeps
 its calls; the export's trace-freeze check refuses them.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .signature import GRAPH, RegionSignature
-from .spec import flatten, unflatten
+from .spec import LengthMismatch, flatten, unflatten
 
 __all__ = ["RegionCallable", "RegionError"]
 
@@ -14,13 +14,14 @@ class RegionError(RuntimeError):
 
 
 class RegionCallable:
-    __slots__ = ("name", "origin", "fn", "in_specs", "out_specs", "sources", "single", "feeds", "_fast", "_casts",
-                 "_scalars_out", "__weakref__")
+    __slots__ = ("name", "origin", "fn", "inputs", "in_specs", "out_specs", "sources", "single", "feeds", "_fast",
+                 "_casts", "_scalars_out", "__weakref__")
 
     def __init__(self, signature: RegionSignature, fn):
         self.name = signature.name
         self.origin = signature.origin
         self.fn = fn
+        self.inputs = [p.name for p in signature.inputs]
         self.in_specs = [p.spec for p in signature.inputs]
         self.out_specs = [p.spec for p in signature.outputs]
         # Each output leaf comes from the graph ("graph", k) or is an input passed through ("input", k).
@@ -49,11 +50,16 @@ class RegionCallable:
                 results[k] = results[k].item()
             return results[0] if self.single else tuple(results)
         flat: list = []
-        for value, spec in zip(args, self.in_specs):
+        for k, (value, spec) in enumerate(zip(args, self.in_specs)):
             if spec["t"] == "array":
                 flat.append(value)
-            else:
+                continue
+            try:
                 flatten(value, spec, flat)
+            except LengthMismatch as exc:
+                raise RegionError(f"region {self.name} ({self.origin}): its input {self.inputs[k]!r} is {exc}: the "
+                                  "package was converted for the lengths the example and sample inputs gave (keep "
+                                  "such values in tensors, `x[idx]` rather than `x[idx.tolist()]`)") from None
         try:
             results = self.fn([flat[i] for i in self.feeds]) if self.fn is not None else ()
         except Exception as exc:

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["describe", "flatten", "unflatten", "count_leaves"]
+__all__ = ["describe", "flatten", "unflatten", "count_leaves", "LengthMismatch"]
 
 _SCALAR_DTYPES = {bool: "bool", int: "int64", float: "float32"}
+
+
+class LengthMismatch(ValueError):
+    """A tuple or list with another number of items than its spec: a graph takes one input per item."""
 
 
 def describe(value, is_array) -> dict:
@@ -37,6 +41,8 @@ def flatten(value, spec: dict, out: list) -> None:
     elif t == "scalar":
         out.append(np.asarray(value, dtype=spec["dtype"]))
     elif t in ("tuple", "list"):
+        if len(value) != len(spec["items"]):  # never truncated or padded
+            raise LengthMismatch(f"a {t} of {len(value)} items where the compiled graph takes {len(spec['items'])}")
         for v, s in zip(value, spec["items"]):
             flatten(v, s, out)
     elif t == "dict":

@@ -1,0 +1,78 @@
+"""Tensors indexed by lists of Python values in region code (rewrite/list_index.py).
+
+torch turns a list of Python ints into an index tensor; a region holds a host list's items as 0-d
+tensors, and torch reads a list of tensors as a tuple, one index per dimension. Here: the packages
+index as the original does on inputs of other sizes and paths, a list whose length changes is the
+`[varying-list]` diagnostic, and a package refuses a list of another length than it was converted for.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import MODELS, ROOT
+from rewrite.list_index import dycl_index
+
+
+def test_tensor_indexed_by_lists_selects_what_the_original_does(converted):
+    import dycl
+
+    result = converted(os.path.join(MODELS, "c_tolist_index.py"), check=20)
+    assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4, result.check.failure
+    model, net = result.spec.model, dycl.load(result.out)
+    arms = set()
+    for (x,) in result.spec.sample_inputs(16, seed=7):
+        with torch.no_grad():
+            expected = model(x).numpy()
+            rows = model.mix(x)[x[:, 0].topk(2).indices]
+        arms.add(bool(rows[0, 1] > rows[1, 1]))
+        np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-5)
+    assert arms == {True, False}
+
+
+@pytest.mark.parametrize("items", [[0, 2], [4, -1, 4], [], [True, False, True, False, False, True],
+                                   [i % 6 for i in range(40)], [5]])
+def test_dycl_index_is_the_index_torch_makes_of_python_values(items):
+    x = torch.arange(36.0).reshape(6, 6)
+    as_tensors = [torch.tensor(v) for v in items]
+    assert torch.equal(x[dycl_index(as_tensors)], x[items])
+    assert torch.equal(x[:, dycl_index(as_tensors)], x[:, items])
+    assert torch.equal(x[dycl_index(items)], x[items])
+    assert dycl_index(3) == 3 and dycl_index((1, 2)) == (1, 2)
+
+
+def test_dycl_index_refuses_a_list_of_lists():
+    with pytest.raises(IndexError, match=r"list of lists .*index with the tensor itself \(`x\[idx\]`"):
+        dycl_index([[torch.tensor(0), torch.tensor(1)], [torch.tensor(2), torch.tensor(3)]])
+
+
+def test_index_list_whose_length_changes_is_a_diagnostic(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "dycl.cli", "convert", "tests/models/bad_tolist_index_length.py",
+                           "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert """\
+tests/models/bad_tolist_index_length.py:14:9: error: tensor code that reads `list_L14`, a list whose length \
+changes between runs [varying-list]
+            y = x[idx.tolist()]
+            ^
+""" in proc.stderr
+    assert "Hint: keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`)" in proc.stderr
+    assert not out.exists()
+
+
+def test_package_refuses_a_list_of_another_length(converted):
+    import dycl
+    from dycl.runtime.region import RegionError
+
+    result = converted(os.path.join(MODELS, "bad_tolist_index_length.py"), check=1)  # two rows on every run
+    model, net = result.spec.model, dycl.load(result.out)
+    two, one, three = (x for (x,) in result.spec.sample_inputs(3))
+    np.testing.assert_allclose(net(two.numpy()), model(two).numpy(), rtol=1e-6)
+    for x, n in ((one, 1), (three, 3)):
+        with pytest.raises(RegionError, match=rf"input 'list_L14' is a list of {n} items where the compiled graph "
+                                              r"takes 2: .*`x\[idx\]` rather than `x\[idx.tolist\(\)\]`"):
+            net(x.numpy())
