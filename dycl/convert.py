@@ -20,7 +20,6 @@ from typing import Callable
 
 from hostgen import host_source, regions_source
 from rewrite import PASS_NAMES, ConversionError, rewrite_model
-from rewrite.kinds import DecisionClass
 
 from . import __version__
 from ._torch_regions import import_regions
@@ -32,7 +31,8 @@ from .dump_after import DumpReached, step_dump
 from .explore import ListLengthChanged, PythonValueOut, explore
 from .explore_diagnostics import list_length_changed, one_size_code, python_value_out, unreached_code
 from .export import export_region, torch_region_info, verify_region
-from .shape_deps import names_in, shapes_follow_shapes, value_shaped_names
+from .fold_shapes import constant_shape_decisions
+from .shape_deps import shapes_follow_shapes
 from .path_shapes import explore_path_shapes
 from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
 from .outdir import check_output, make_workdir, remove_created, replace_dir
@@ -206,7 +206,7 @@ def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
     with them fixed, generated and explored again. Then every region must have been reached, at every
     size the program ran at."""
     try:
-        constant = _constant_shape_decisions(st)
+        constant = constant_shape_decisions(st)
         if constant:
             st.program = rewrite_model(st.spec.model, st.spec.inputs, fixed=constant)
             step_generate(opts, st)
@@ -304,82 +304,6 @@ def region_loops(program) -> dict[str, str]:
 
     walk(program.body, None)
     return found
-
-
-def _dtype_test(test) -> bool:
-    """A test that reads dtypes and no sizes (`x.dtype != torch.float32`): the signature fixes it."""
-    import libcst as cst
-
-    from rewrite.walk import find
-
-    attrs = {a.attr.value for a in find(test, cst.Attribute)}
-    return "dtype" in attrs and not attrs & {"shape", "ndim", "size", "dim", "numel"} \
-        and not any(isinstance(c.func, cst.Name) and c.func.value == "len" for c in find(test, cst.Call))
-
-
-def _type_test(test) -> bool:
-    """`isinstance(x, list)` and nothing else: no size changes it."""
-    import libcst as cst
-
-    from rewrite.walk import find
-
-    calls = find(test, cst.Call)
-    return bool(calls) and all(isinstance(c.func, cst.Name) and c.func.value == "isinstance" for c in calls) \
-        and not find(test, cst.Attribute)
-
-
-def _rank_test(test) -> bool:
-    """A test that reads ranks and no sizes (`len(mask.shape) == 4`, `mask.ndim == 2`, `x.dim() > 3`): no dim
-    that varies changes it."""
-    import libcst as cst
-
-    from rewrite.walk import find
-
-    ranks = set()
-    for call in find(test, cst.Call):
-        if isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1 \
-                and isinstance(call.args[0].value, cst.Attribute) and call.args[0].value.attr.value == "shape":
-            ranks.add(id(call.args[0].value))
-        elif isinstance(call.func, cst.Attribute) and call.func.attr.value == "dim" and not call.args:
-            ranks.add(id(call.func))
-        else:
-            return False
-    attrs = find(test, cst.Attribute)
-    return bool(attrs) and all(id(a) in ranks or a.attr.value == "ndim" for a in attrs)
-
-
-def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
-    """Shape-determined decisions that went one way on every run, when no input dim is dynamic and no
-    region saw a dim vary (a tensor a loop grows: a NaN input may run the loop longer than any sample),
-    and those on dtypes alone, which no dim changes."""
-    varied = any(None in dims for record in st.exploration.records.values() if record.examples
-                 for dims in record.dims())
-    fixed = {}
-    for d in st.program.decisions:
-        if (st.spec.dynamic or varied) and not _dtype_test(d.test) and not _type_test(d.test) \
-                and not _rank_test(d.test):
-            continue
-        arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
-        if d.dclass == DecisionClass.SHAPE and len(arms) == 1:
-            fixed[d.decision] = arms.pop()
-    return _shapes_of_shapes(st, fixed)
-
-
-def _shapes_of_shapes(st: ConversionResult, fixed: dict[str, bool]) -> dict[str, bool]:
-    """Of `fixed`, the decisions whose shapes follow from the (static) input shapes: not `sel.shape[0] > 2`
-    of `sel = h[mask]`, which other input values change however the samples went. Tests of dtypes, of ranks
-    and of Python types (`isinstance(x, list)`) read no shape that values change."""
-    tests = {d.decision: d.test for d in st.program.decisions
-             if d.decision in fixed and not _dtype_test(d.test) and not _type_test(d.test) and not _rank_test(d.test)}
-    while tests:  # each decision kept unfolded brings its other arm back, which may make more names value-shaped
-        value_shaped = value_shaped_names(st.program, st.exploration, st.regions_module, st.spec.model, fixed)
-        kept = {k for k, test in tests.items() if names_in(test) & value_shaped}
-        if not kept:
-            break
-        fixed = {k: v for k, v in fixed.items() if k not in kept}
-        tests = {k: t for k, t in tests.items() if k not in kept}
-    return fixed
-
 
 
 def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
