@@ -34,12 +34,13 @@ from .export import export_region, torch_region_info, verify_region
 from .fold_shapes import constant_shape_decisions
 from .shape_deps import shapes_follow_shapes
 from .path_shapes import explore_path_shapes
-from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
+from .modelfile import ModelFileError, load_model_file, observe_dynamic
 from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .pins import observed_names, region_pins
 from .package import write_manifest, write_picture, write_report
 from .runtime.signature import GRAPH, INPUT, InputLeaf, OutputLeaf, Port, RegionSignature
 from .runtime.verify import sha256_file
+from .sizes import edge_inputs, fix_sizes, resized_variants, symbol_sizes
 from .topk_order import UNSORTED_HINT
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "TimedOut", "convert", "STEPS", "Progress"]
@@ -152,7 +153,7 @@ def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
     if opts.source:
         st.spec.path = opts.source
     if opts.fixed_sizes:
-        _fix_sizes(st.spec, opts.fixed_sizes)
+        fix_sizes(st.spec, opts.fixed_sizes)
     unknown = set(st.spec.dynamic) - set(st.spec.params)
     if unknown:
         raise ModelFileError(f"DYNAMIC names {', '.join(sorted(unknown))}, which forward does not take "
@@ -224,64 +225,6 @@ def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
         raise ConversionError(one_size)
 
 
-def _fix_sizes(spec, sizes: dict[str, int]) -> None:
-    """Make `spec` static at the given sizes of its dynamic symbols (a one-size package)."""
-    params, dynamic = spec.params, spec.dynamic
-
-    def resize(inputs: tuple) -> tuple:
-        for symbol, size in sizes.items():
-            inputs = resized_inputs(inputs, params, dynamic, symbol, size)
-        return inputs
-
-    samples = spec.samples
-    spec.inputs = resize(spec.inputs)
-    spec.samples = None if samples is None else (lambda n, seed=0: [resize(tuple(s)) for s in samples(n, seed=seed)])
-    spec.dynamic = {}
-
-
-def symbol_sizes(spec, inputs: tuple) -> dict[str, int]:
-    """The declared dynamic symbols' sizes in one input tuple."""
-    sizes = {}
-    for name, value in zip(spec.params, inputs):
-        for axis, symbol in spec.dynamic.get(name, {}).items():
-            sizes[symbol] = value.shape[axis]
-    return sizes
-
-
-def _resized(spec) -> list[tuple]:
-    """Inputs at other sizes of the declared dynamic dims.
-
-    Each symbol alone at its edges (0, 1, 2), a smaller, a slightly larger and
-    a much larger size (so shape-determined branches such as `if x.shape[-1] >
-    48:` go both ways and a region reached only at small sizes still sees its
-    dims vary), then all symbols together at two larger sizes, so that regions
-    behind a shape-determined branch also see every dim vary. Sizes the model
-    itself refuses are skipped by exploration.
-    """
-    params = spec.params
-    sizes = symbol_sizes(spec, spec.inputs)
-    variants = []
-    for symbol, size in sorted(sizes.items()):
-        for new in sorted({0, 1, 2, size // 2 + 1, size + 1, 2 * size + 1} - {size}):
-            variants.append(resized_inputs(spec.inputs, params, spec.dynamic, symbol, new))
-    for extra in (1, 3):
-        joint = spec.inputs
-        for symbol, size in sorted(sizes.items()):
-            joint = resized_inputs(joint, params, spec.dynamic, symbol, 2 * size + extra)
-        if sizes:
-            variants.append(joint)
-    return variants
-
-
-def _edge_inputs(spec) -> list[tuple[str, tuple]]:
-    """The example at the smallest sizes (0, 1, 2), its own and a large size of each dynamic symbol."""
-    edges = []
-    for symbol, size in sorted(symbol_sizes(spec, spec.inputs).items()):
-        for new in (0, 1, 2, size, 2 * size + 3):
-            edges.append((f"{symbol}={new}", resized_inputs(spec.inputs, spec.params, spec.dynamic, symbol, new)))
-    return edges
-
-
 def region_loops(program) -> dict[str, str]:
     """Each region inside a host loop, mapped to its innermost loop's id."""
     from rewrite.cfg import If, Loop, RegionCall
@@ -314,7 +257,7 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     host = import_host(os.path.join(scratch, "host_explore.py"))
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.natural_inputs = inputs
-    resized = _resized(st.spec)
+    resized = resized_variants(st.spec)
     st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
                                              [r.name for r in st.program.regions], inputs,
                                              region_loops=region_loops(st.program), resized=resized,
@@ -592,7 +535,7 @@ def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_check(opts: ConvertOptions, st: ConversionResult) -> None:
-    st.check = check_package(st.workdir, st.spec, st.exploration, opts.check, opts.seed, edges=_edge_inputs(st.spec),
+    st.check = check_package(st.workdir, st.spec, st.exploration, opts.check, opts.seed, edges=edge_inputs(st.spec),
                              progress=lambda done, total: st.progress("check", f"sample {done + 1} of {total}",
                                                                       done, total))
     write_report(st.workdir, st)
