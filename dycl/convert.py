@@ -37,7 +37,7 @@ from .path_shapes import explore_path_shapes
 from .modelfile import ModelFileError, load_model_file, observe_dynamic
 from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .pins import observed_names, region_pins
-from .package import write_manifest, write_picture, write_report
+from .package import region_loops, write_manifest, write_picture, write_report
 from .runtime.signature import GRAPH, INPUT, InputLeaf, OutputLeaf, Port, RegionSignature
 from .runtime.verify import sha256_file
 from .sizes import edge_inputs, fix_sizes, resized_variants, symbol_sizes
@@ -223,30 +223,6 @@ def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
                              lambda region, record: shapes_follow_shapes(region, record, st.regions_module, st.spec.model))
     if one_size:
         raise ConversionError(one_size)
-
-
-def region_loops(program) -> dict[str, str]:
-    """Each region inside a host loop, mapped to its innermost loop's id."""
-    from rewrite.cfg import If, Loop, RegionCall
-
-    from hostgen.fused import FusedBlock
-
-    found: dict[str, str] = {}
-
-    def walk(nodes, loop):
-        for node in nodes:
-            if isinstance(node, RegionCall) and loop is not None:
-                found[node.region.name] = loop
-            elif isinstance(node, If):
-                walk(node.body, loop)
-                walk(node.orelse, loop)
-            elif isinstance(node, Loop):
-                walk(node.body, node.decision)
-            elif isinstance(node, FusedBlock):
-                walk(node.nodes, loop)
-
-    walk(program.body, None)
-    return found
 
 
 def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
