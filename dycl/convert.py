@@ -18,7 +18,6 @@ import threading
 import time
 from typing import Callable
 
-from hostgen import host_source, regions_source
 from rewrite import PASS_NAMES, ConversionError, rewrite_model
 
 from . import __version__
@@ -29,6 +28,7 @@ from .compile_pool import compile_all, usable_cores
 from .dims import name_dims
 from .dump_after import DumpReached, step_dump
 from .explore import ListLengthChanged, PythonValueOut, explore
+from .generate import step_generate, write_host, write_text
 from .explore_diagnostics import list_length_changed, one_size_code, python_value_out, unreached_code
 from .export import export_region, torch_region_info, verify_region
 from .fold_shapes import constant_shape_decisions
@@ -36,7 +36,7 @@ from .shape_deps import shapes_follow_shapes
 from .path_shapes import explore_path_shapes
 from .modelfile import ModelFileError, load_model_file, observe_dynamic
 from .outdir import check_output, make_workdir, remove_created, replace_dir
-from .pins import observed_names, region_pins
+from .pins import observed_names
 from .package import region_loops, write_manifest, write_picture, write_report
 from .runtime.signature import GRAPH, INPUT, InputLeaf, OutputLeaf, Port, RegionSignature
 from .runtime.verify import sha256_file
@@ -177,21 +177,6 @@ def _pass_dumper(opts: ConvertOptions):
     return on_pass
 
 
-def _source(st: ConversionResult) -> str:
-    return os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
-
-
-def step_generate(opts: ConvertOptions, st: ConversionResult) -> None:
-    source = _source(st)
-    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(source)))
-    _write(os.path.join(st.workdir, "regions_torch.py"), regions_source(st.program))
-    scratch = os.path.join(st.workdir, ".scratch")
-    os.makedirs(scratch, exist_ok=True)
-    st.pins = region_pins(st.program)
-    _write(os.path.join(scratch, "host_explore.py"),
-           host_source(st.program, source, instrument=True, observe=observed_names(st.pins)))
-
-
 def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
     """Run the rewritten program on the example and sample inputs, forcing every decision both ways."""
     try:
@@ -259,8 +244,9 @@ def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
             info = torch_region_info(record)
             artifact = backend.artifact(region.name) if info["graph_leaves"] else None
             if artifact:
-                _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
-                                                                  "graph_leaves": info["graph_leaves"]}))
+                write_text(os.path.join(st.workdir, artifact), _json({"function": region.name,
+                                                                      "in_specs": record.in_specs,
+                                                                      "graph_leaves": info["graph_leaves"]}))
             st.signatures.append(_region_signature(region, record, info, artifact, _origin(region), backend.name))
         return
     exported = []
@@ -481,7 +467,7 @@ def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
         if os.path.join(st.workdir, "regions", name) not in kept:
             os.remove(os.path.join(st.workdir, "regions", name))
     st.artifacts = len(artifacts)
-    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
+    write_host(st)
 
 
 def step_speculate(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -497,7 +483,7 @@ def step_speculate(opts: ConvertOptions, st: ConversionResult) -> None:
     backends = {fusing: opts.make_backend(fusing)}
     st.speculation = speculate(st, backends[fusing], lambda name: backends.setdefault(name, opts.make_backend(name)))
     st.artifacts = len({s.artifact for s in st.signatures if s.artifact})
-    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
+    write_host(st)
 
 
 def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -642,11 +628,6 @@ def _region_signature(region, record, info, artifact, origin, backend: str) -> R
                             else OutputLeaf(INPUT, record.passthrough[i]) for i in range(n_out)),
         source_lines=(region.origin.first, region.origin.last),
     )
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 def _json(obj) -> str:
