@@ -7,6 +7,10 @@ directory is written to a temporary folder and renamed into place only when
 every step, the final check included, has passed. `ConvertOptions.dump_after`
 stops after the step or rewrite pass it names, with the program as text in
 `ConversionResult.dump` and no package written (dump_after.py).
+
+The longer steps live beside this file: generate.py, export_step.py and fuse_step.py; fold_shapes.py
+says which shape decisions fold and explore_diagnostics.py what exploration found that cannot be
+converted.
 """
 from __future__ import annotations
 
@@ -27,18 +31,18 @@ from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dump_after import DumpReached, step_dump
 from .explore import ListLengthChanged, PythonValueOut, explore
-from .generate import step_generate, write_host
 from .explore_diagnostics import list_length_changed, one_size_code, python_value_out, unreached_code
 from .export_step import step_export
-from .fuse_step import fusing_backend, step_fuse
 from .fold_shapes import constant_shape_decisions
-from .shape_deps import shapes_follow_shapes
-from .path_shapes import explore_path_shapes
+from .fuse_step import fusing_backend, step_fuse
+from .generate import step_generate, write_host
 from .modelfile import ModelFileError, load_model_file, observe_dynamic
 from .outdir import check_output, make_workdir, remove_created, replace_dir
-from .pins import observed_names
 from .package import region_loops, write_manifest, write_picture, write_report
+from .path_shapes import explore_path_shapes
+from .pins import observed_names
 from .runtime.signature import RegionSignature
+from .shape_deps import shapes_follow_shapes
 from .sizes import edge_inputs, fix_sizes, resized_variants, symbol_sizes
 from .topk_order import UNSORTED_HINT
 
