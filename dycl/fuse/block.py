@@ -12,8 +12,8 @@ from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall, code, host_node
 from rewrite.kinds import LoopKind
 
 from ..runtime.signature import GRAPH, Param, RegionSignature
-from .graph import (ARITH, NP_ELEM, Appended, Env, Expr, Graph, Names, Tup, Unfusable, Val, from_type, read,
-                    scalar_kind)
+from .expr import ARITH, Expr
+from .graph import NP_ELEM, Appended, Env, Graph, Names, Tup, Unfusable, Val, from_type, read, scalar_kind
 from .runs import Types, _append, _empty_list, _returns, early_exit, names_outside, split_breaks
 
 
