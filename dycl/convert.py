@@ -7,6 +7,10 @@ directory is written to a temporary folder and renamed into place only when
 every step, the final check included, has passed. `ConvertOptions.dump_after`
 stops after the step or rewrite pass it names, with the program as text in
 `ConversionResult.dump` and no package written (dump_after.py).
+
+The longer steps live beside this file: generate.py, export_step.py and fuse_step.py; fold_shapes.py
+says which shape decisions fold and explore_diagnostics.py what exploration found that cannot be
+converted.
 """
 from __future__ import annotations
 
@@ -18,29 +22,28 @@ import threading
 import time
 from typing import Callable
 
-from hostgen import host_source, regions_source
-from rewrite import PASS_NAMES, ConversionError, Diagnostic, rewrite_model
-from rewrite.syntax import reads_writes
-from rewrite.diagnostics import Location
-from rewrite.kinds import DecisionClass
+from rewrite import PASS_NAMES, ConversionError, rewrite_model
 
 from . import __version__
 from ._torch_regions import import_regions
-from .backends import AUTO, BACKENDS, TORCH_REGIONS, artifact_files, backend_class, chosen_backends, get_backend
+from .backends import AUTO, TORCH_REGIONS, backend_class, get_backend
 from .check import check_package
 from .compile_pool import compile_all, usable_cores
-from .dims import name_dims
 from .dump_after import DumpReached, step_dump
 from .explore import ListLengthChanged, PythonValueOut, explore
-from .export import export_region, torch_region_info, verify_region
-from .shape_deps import names_in, shapes_follow_shapes, value_shaped_names
-from .path_shapes import explore_path_shapes
-from .modelfile import ModelFileError, load_model_file, observe_dynamic, resized_inputs
+from .explore_diagnostics import list_length_changed, one_size_code, python_value_out, unreached_code
+from .export_step import step_export
+from .fold_shapes import constant_shape_decisions
+from .fuse_step import fusing_backend, step_fuse
+from .generate import step_generate, write_host
+from .modelfile import ModelFileError, load_model_file, observe_dynamic
 from .outdir import check_output, make_workdir, remove_created, replace_dir
-from .pins import observed_names, region_pins, unexplained_dims
-from .package import write_manifest, write_picture, write_report
-from .runtime.signature import GRAPH, INPUT, InputLeaf, OutputLeaf, Port, RegionSignature
-from .runtime.verify import sha256_file
+from .package import region_loops, write_manifest, write_picture, write_report
+from .path_shapes import explore_path_shapes
+from .pins import observed_names
+from .runtime.signature import RegionSignature
+from .shape_deps import shapes_follow_shapes
+from .sizes import edge_inputs, fix_sizes, resized_variants, symbol_sizes
 from .topk_order import UNSORTED_HINT
 
 __all__ = ["ConvertOptions", "ConversionResult", "StepFailed", "TimedOut", "convert", "STEPS", "Progress"]
@@ -153,7 +156,7 @@ def step_load(opts: ConvertOptions, st: ConversionResult) -> None:
     if opts.source:
         st.spec.path = opts.source
     if opts.fixed_sizes:
-        _fix_sizes(st.spec, opts.fixed_sizes)
+        fix_sizes(st.spec, opts.fixed_sizes)
     unknown = set(st.spec.dynamic) - set(st.spec.params)
     if unknown:
         raise ModelFileError(f"DYNAMIC names {', '.join(sorted(unknown))}, which forward does not take "
@@ -177,29 +180,14 @@ def _pass_dumper(opts: ConvertOptions):
     return on_pass
 
 
-def _source(st: ConversionResult) -> str:
-    return os.path.relpath(st.spec.path) if st.spec.path else st.spec.name
-
-
-def step_generate(opts: ConvertOptions, st: ConversionResult) -> None:
-    source = _source(st)
-    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(source)))
-    _write(os.path.join(st.workdir, "regions_torch.py"), regions_source(st.program))
-    scratch = os.path.join(st.workdir, ".scratch")
-    os.makedirs(scratch, exist_ok=True)
-    st.pins = region_pins(st.program)
-    _write(os.path.join(scratch, "host_explore.py"),
-           host_source(st.program, source, instrument=True, observe=observed_names(st.pins)))
-
-
 def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
     """Run the rewritten program on the example and sample inputs, forcing every decision both ways."""
     try:
         _explore(opts, st)
     except PythonValueOut as exc:
-        raise ConversionError([_python_value_out(st.program, exc)]) from None
+        raise ConversionError([python_value_out(st.program, exc)]) from None
     except ListLengthChanged as exc:
-        raise ConversionError([_list_length_changed(st.program, exc)]) from None
+        raise ConversionError([list_length_changed(st.program, exc)]) from None
 
 
 def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -207,283 +195,22 @@ def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
     with them fixed, generated and explored again. Then every region must have been reached, at every
     size the program ran at."""
     try:
-        constant = _constant_shape_decisions(st)
+        constant = constant_shape_decisions(st)
         if constant:
             st.program = rewrite_model(st.spec.model, st.spec.inputs, fixed=constant)
             step_generate(opts, st)
             _explore(opts, st)
     except PythonValueOut as exc:
-        raise ConversionError([_python_value_out(st.program, exc)]) from None
+        raise ConversionError([python_value_out(st.program, exc)]) from None
     except ListLengthChanged as exc:
-        raise ConversionError([_list_length_changed(st.program, exc)]) from None
+        raise ConversionError([list_length_changed(st.program, exc)]) from None
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
-        raise ConversionError(_unreached(unreached))
-    one_size = _one_size(st.program.regions, st.exploration, st.pins,
-                         lambda region, record: shapes_follow_shapes(region, record, st.regions_module, st.spec.model))
+        raise ConversionError(unreached_code(unreached))
+    one_size = one_size_code(st.program.regions, st.exploration, st.pins,
+                             lambda region, record: shapes_follow_shapes(region, record, st.regions_module, st.spec.model))
     if one_size:
         raise ConversionError(one_size)
-
-
-def _python_value_out(program, exc: PythonValueOut) -> Diagnostic:
-    """Point at the statement that computes the region output that came out a Python value."""
-    region = next(r for r in program.regions if r.name == exc.region)
-    output = region.outputs[exc.index] if exc.index < len(region.outputs) else None
-    writes = [s for s in region.stmts if output in reads_writes(s.node)[1]]
-    origin = (writes[-1] if writes else region.stmts[-1]).origin
-    return Diagnostic("python-value", Location(origin.file, origin.first, origin.col),
-                      "tensor code that computes a Python value, not a tensor",
-                      f"region {region.name} would return it, and a compiled graph can only compute tensors "
-                      "(`torch.equal`, `torch.allclose` and `.tolist()` give Python values)",
-                      "compute a tensor instead (`(a == b).all()`, `torch.isclose(a, b).all()`); "
-                      "a test on it is then decided at run time")
-
-
-def _list_length_changed(program, exc: ListLengthChanged) -> Diagnostic:
-    """Point at the first statement of the region that reads the list whose length changed."""
-    region = next(r for r in program.regions if r.name == exc.region)
-    name = region.inputs[exc.index]
-    reads = [s for s in region.stmts if name in reads_writes(s.node)[0]]
-    origin = (reads[0] if reads else region.stmts[0]).origin
-    return Diagnostic("varying-list", Location(origin.file, origin.first, origin.col),
-                      f"tensor code that reads `{name}`, a list whose length changes between runs",
-                      f"region {region.name} takes the list item by item, one graph input per item, and a compiled "
-                      f"graph has a fixed number of inputs; `{name}` had {exc.lengths[0]} items on one run and "
-                      f"{exc.lengths[1]} on another (`.tolist()` of a tensor whose size varies gives such a list)",
-                      "keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`), "
-                      "or use the list only in Python (`for`, `len`, `sum`)")
-
-
-def _unreached(regions) -> list[Diagnostic]:
-    """One diagnostic per source place of regions no run reached: without example inputs they cannot be exported."""
-    places = {(r.origin.file, r.origin.first, r.origin.col): r for r in regions}
-    return [Diagnostic("unreached-code", Location(*place), "no input reached this code, even with every decision forced",
-                       f"its region ({r.name}) is exported at the shapes seen when the model runs, and no sample input "
-                       "took the path to it; forcing each `.item()`/tensor decision both ways did not reach it either, "
-                       "nor did forcing the shape tests no run passed (decisions on Python values cannot be forced)",
-                       "add sample_inputs() that take this path, or remove the code if it can never run")
-            for place, r in places.items()]
-
-
-def _one_size(regions, exploration, pins: dict, follows_shapes=lambda region, record: False) -> list[Diagnostic]:
-    """One diagnostic per source place of regions that ran at one size of a dynamic symbol only, where
-    the program ran at several (`explore` has replayed their paths at the other sizes).
-
-    A region behind a test that pins the dims it fixes (`if x.shape[2] == 4:`) is not one: see
-    `pins`. Under a pinning test, a dim left unexplained is named. `follows_shapes(region, record)`:
-    the region's output shapes follow from its input shapes (for inputs made on a pinned arm)."""
-    records = exploration.records
-    by_name = {r.name: r for r in regions}
-    sizes: dict[str, set] = {}
-    for record in records.values():
-        for _, symbols in record.observations:
-            for symbol, size in symbols:
-                sizes.setdefault(symbol, set()).add(size)
-
-    def fixed_sizes(record) -> dict[str, int]:
-        return {s: n for s, n in record.one_size().items() if len(sizes[s]) > 1}
-
-    def unexplained(r, fixed) -> list[str]:
-        return unexplained_dims(r, records[r.name], pins[r.name], exploration.seen_at, fixed, made_at_one_size)
-
-    made: dict[str, bool] = {}
-
-    def made_at_one_size(name: str) -> bool:
-        """The region's outputs have one shape on every run that calls it: its input dims are all static
-        and explained, and its output shapes follow from them."""
-        if name not in made:
-            made[name] = False  # while deciding: a cycle explains nothing
-            region, record = by_name.get(name), records.get(name)
-            made[name] = region is not None and bool(record.examples) \
-                and all(None not in dims for dims in record.dims()) \
-                and (not fixed_sizes(record) or (name in pins and not unexplained(region, fixed_sizes(record)))) \
-                and follows_shapes(region, record)
-        return made[name]
-
-    found = {}
-    for r in regions:
-        record = records[r.name]
-        fixed = fixed_sizes(record)
-        if not fixed or not any(len(shape) for shape, _ in next(iter(record.examples))):
-            continue
-        why = ""
-        if r.name in pins:
-            missing = unexplained(r, fixed)
-            if not missing:
-                continue
-            pinned = _listed([f"`{p.name}` dim {p.axis} = {p.size}" for p in pins[r.name].pins])
-            why = f"; the shape test on the way to it fixes {pinned}, but not {_listed(missing)}"
-        found.setdefault((r.origin.file, r.origin.first, r.origin.col), (r, fixed, why))
-    return [Diagnostic("one-size-code", Location(*place),
-                       f"this code ran at one size of {', '.join(f'`{s}`' for s in fixed)} only",
-                       f"its region ({r.name}) was reached only with {', '.join(f'{s} = {n}' for s, n in fixed.items())}"
-                       ", and taking the same decisions at the other sizes exploration tried failed, so which of its "
-                       "input dims follow that size cannot be told (a dim fixed at one size would refuse the others)"
-                       + why,
-                       "add sample_inputs() at other sizes that take this path, or make the code run at every size")
-            for place, (r, fixed, why) in found.items()]
-
-
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def _fix_sizes(spec, sizes: dict[str, int]) -> None:
-    """Make `spec` static at the given sizes of its dynamic symbols (a one-size package)."""
-    params, dynamic = spec.params, spec.dynamic
-
-    def resize(inputs: tuple) -> tuple:
-        for symbol, size in sizes.items():
-            inputs = resized_inputs(inputs, params, dynamic, symbol, size)
-        return inputs
-
-    samples = spec.samples
-    spec.inputs = resize(spec.inputs)
-    spec.samples = None if samples is None else (lambda n, seed=0: [resize(tuple(s)) for s in samples(n, seed=seed)])
-    spec.dynamic = {}
-
-
-def symbol_sizes(spec, inputs: tuple) -> dict[str, int]:
-    """The declared dynamic symbols' sizes in one input tuple."""
-    sizes = {}
-    for name, value in zip(spec.params, inputs):
-        for axis, symbol in spec.dynamic.get(name, {}).items():
-            sizes[symbol] = value.shape[axis]
-    return sizes
-
-
-def _resized(spec) -> list[tuple]:
-    """Inputs at other sizes of the declared dynamic dims.
-
-    Each symbol alone at its edges (0, 1, 2), a smaller, a slightly larger and
-    a much larger size (so shape-determined branches such as `if x.shape[-1] >
-    48:` go both ways and a region reached only at small sizes still sees its
-    dims vary), then all symbols together at two larger sizes, so that regions
-    behind a shape-determined branch also see every dim vary. Sizes the model
-    itself refuses are skipped by exploration.
-    """
-    params = spec.params
-    sizes = symbol_sizes(spec, spec.inputs)
-    variants = []
-    for symbol, size in sorted(sizes.items()):
-        for new in sorted({0, 1, 2, size // 2 + 1, size + 1, 2 * size + 1} - {size}):
-            variants.append(resized_inputs(spec.inputs, params, spec.dynamic, symbol, new))
-    for extra in (1, 3):
-        joint = spec.inputs
-        for symbol, size in sorted(sizes.items()):
-            joint = resized_inputs(joint, params, spec.dynamic, symbol, 2 * size + extra)
-        if sizes:
-            variants.append(joint)
-    return variants
-
-
-def _edge_inputs(spec) -> list[tuple[str, tuple]]:
-    """The example at the smallest sizes (0, 1, 2), its own and a large size of each dynamic symbol."""
-    edges = []
-    for symbol, size in sorted(symbol_sizes(spec, spec.inputs).items()):
-        for new in (0, 1, 2, size, 2 * size + 3):
-            edges.append((f"{symbol}={new}", resized_inputs(spec.inputs, spec.params, spec.dynamic, symbol, new)))
-    return edges
-
-
-def region_loops(program) -> dict[str, str]:
-    """Each region inside a host loop, mapped to its innermost loop's id."""
-    from rewrite.cfg import If, Loop, RegionCall
-
-    from hostgen.fused import FusedBlock
-
-    found: dict[str, str] = {}
-
-    def walk(nodes, loop):
-        for node in nodes:
-            if isinstance(node, RegionCall) and loop is not None:
-                found[node.region.name] = loop
-            elif isinstance(node, If):
-                walk(node.body, loop)
-                walk(node.orelse, loop)
-            elif isinstance(node, Loop):
-                walk(node.body, node.decision)
-            elif isinstance(node, FusedBlock):
-                walk(node.nodes, loop)
-
-    walk(program.body, None)
-    return found
-
-
-def _dtype_test(test) -> bool:
-    """A test that reads dtypes and no sizes (`x.dtype != torch.float32`): the signature fixes it."""
-    import libcst as cst
-
-    from rewrite.walk import find
-
-    attrs = {a.attr.value for a in find(test, cst.Attribute)}
-    return "dtype" in attrs and not attrs & {"shape", "ndim", "size", "dim", "numel"} \
-        and not any(isinstance(c.func, cst.Name) and c.func.value == "len" for c in find(test, cst.Call))
-
-
-def _type_test(test) -> bool:
-    """`isinstance(x, list)` and nothing else: no size changes it."""
-    import libcst as cst
-
-    from rewrite.walk import find
-
-    calls = find(test, cst.Call)
-    return bool(calls) and all(isinstance(c.func, cst.Name) and c.func.value == "isinstance" for c in calls) \
-        and not find(test, cst.Attribute)
-
-
-def _rank_test(test) -> bool:
-    """A test that reads ranks and no sizes (`len(mask.shape) == 4`, `mask.ndim == 2`, `x.dim() > 3`): no dim
-    that varies changes it."""
-    import libcst as cst
-
-    from rewrite.walk import find
-
-    ranks = set()
-    for call in find(test, cst.Call):
-        if isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1 \
-                and isinstance(call.args[0].value, cst.Attribute) and call.args[0].value.attr.value == "shape":
-            ranks.add(id(call.args[0].value))
-        elif isinstance(call.func, cst.Attribute) and call.func.attr.value == "dim" and not call.args:
-            ranks.add(id(call.func))
-        else:
-            return False
-    attrs = find(test, cst.Attribute)
-    return bool(attrs) and all(id(a) in ranks or a.attr.value == "ndim" for a in attrs)
-
-
-def _constant_shape_decisions(st: ConversionResult) -> dict[str, bool]:
-    """Shape-determined decisions that went one way on every run, when no input dim is dynamic and no
-    region saw a dim vary (a tensor a loop grows: a NaN input may run the loop longer than any sample),
-    and those on dtypes alone, which no dim changes."""
-    varied = any(None in dims for record in st.exploration.records.values() if record.examples
-                 for dims in record.dims())
-    fixed = {}
-    for d in st.program.decisions:
-        if (st.spec.dynamic or varied) and not _dtype_test(d.test) and not _type_test(d.test) \
-                and not _rank_test(d.test):
-            continue
-        arms = {taken for decision, taken in st.exploration.arms if decision == d.decision}
-        if d.dclass == DecisionClass.SHAPE and len(arms) == 1:
-            fixed[d.decision] = arms.pop()
-    return _shapes_of_shapes(st, fixed)
-
-
-def _shapes_of_shapes(st: ConversionResult, fixed: dict[str, bool]) -> dict[str, bool]:
-    """Of `fixed`, the decisions whose shapes follow from the (static) input shapes: not `sel.shape[0] > 2`
-    of `sel = h[mask]`, which other input values change however the samples went. Tests of dtypes, of ranks
-    and of Python types (`isinstance(x, list)`) read no shape that values change."""
-    tests = {d.decision: d.test for d in st.program.decisions
-             if d.decision in fixed and not _dtype_test(d.test) and not _type_test(d.test) and not _rank_test(d.test)}
-    while tests:  # each decision kept unfolded brings its other arm back, which may make more names value-shaped
-        value_shaped = value_shaped_names(st.program, st.exploration, st.regions_module, st.spec.model, fixed)
-        kept = {k for k, test in tests.items() if names_in(test) & value_shaped}
-        if not kept:
-            break
-        fixed = {k: v for k, v in fixed.items() if k not in kept}
-        tests = {k: t for k, t in tests.items() if k not in kept}
-    return fixed
-
 
 
 def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -494,7 +221,7 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     host = import_host(os.path.join(scratch, "host_explore.py"))
     inputs = [st.spec.inputs] + st.spec.sample_inputs(max(opts.check, 1), seed=opts.seed)
     st.natural_inputs = inputs
-    resized = _resized(st.spec)
+    resized = resized_variants(st.spec)
     st.exploration, st.forced_runs = explore(st.spec.model, host, st.regions_module,
                                              [r.name for r in st.program.regions], inputs,
                                              region_loops=region_loops(st.program), resized=resized,
@@ -506,259 +233,20 @@ def _explore(opts: ConvertOptions, st: ConversionResult) -> None:
     st.forced_runs += explore_path_shapes(st.exploration, st.program, inputs, resized)
 
 
-def step_export(opts: ConvertOptions, st: ConversionResult) -> None:
-    auto = opts.backend == AUTO
-    backend = opts.make_backend(backend_class(opts.backend).name)
-    fallback = opts.make_backend(backend.fallback) if backend.fallback else None
-    os.makedirs(os.path.join(st.workdir, "regions"), exist_ok=True)
-    st.compile_seconds = {}
-    tuned_before = len(opts.tune.stats) if opts.tune else 0
-    st.signatures, st.fallbacks = [], []
-    if backend.consumes == TORCH_REGIONS:  # regions run as written: nothing to export, compile or verify
-        for region in st.program.regions:
-            record = st.exploration.records[region.name]
-            info = torch_region_info(record)
-            artifact = backend.artifact(region.name) if info["graph_leaves"] else None
-            if artifact:
-                _write(os.path.join(st.workdir, artifact), _json({"function": region.name, "in_specs": record.in_specs,
-                                                                  "graph_leaves": info["graph_leaves"]}))
-            st.signatures.append(_region_signature(region, record, info, artifact, _origin(region), backend.name))
-        return
-    exported = []
-    total = len(st.program.regions)
-    for k, region in enumerate(st.program.regions):
-        record, fn, origin = st.exploration.records[region.name], getattr(st.regions_module, region.name), _origin(region)
-        st.progress("export", f"exporting region {region.name} ({origin})", k, total)
-        onnx_path = os.path.join(st.workdir, ".scratch", f"{region.name}.onnx")
-        info = export_region(st.spec.model, fn, record, onnx_path, origin)
-        if info.get("unsorted_topk"):
-            st.unsorted_topk.append(f"{region.name} ({origin})")
-        exported.append((region, record, fn, origin, onnx_path, info))
-    artifacts = _Artifacts(st.workdir, st.compile_seconds, st.progress, opts.compile_all)
-    artifacts.prepare(backend, [(r.name, path) for r, _, _, _, path, info in exported if info["graph_leaves"]], opts.jobs)
-    for k, (region, record, fn, origin, onnx_path, info) in enumerate(exported):
-        st.progress("export", f"verifying region {region.name} ({origin}) on {backend.name}", k, total)
-        artifact, used = None, backend
-        if info["graph_leaves"]:
-            try:
-                artifact = artifacts.get(backend, onnx_path, region.name)
-            except Exception as exc:
-                if fallback is None:
-                    raise RuntimeError(f"{backend.name} cannot compile region {region.name} ({origin}): {exc}") from exc
-                reason = (str(exc).strip().splitlines() or [""])[0] or type(exc).__name__
-                if not auto:
-                    st.fallbacks.append(f"{region.name} ({origin}): {reason}")
-                used = fallback
-                artifact = artifacts.get(fallback, onnx_path, region.name)
-            try:  # TVM's simplifier may assume no NaN or infinities: checked on inputs that hold them
-                run = used.load(os.path.join(st.workdir, artifact), st.workdir)
-                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.assumes_finite)
-            except Exception as exc:  # wrong or failing where the fallback may be right (TVM at 0 rows), or a
-                # library TVM cannot load back (a constant with no elements: "Invalid DLTensor file format")
-                if fallback is None or used is fallback:
-                    raise
-                if not auto:
-                    st.fallbacks.append(f"{region.name} ({origin}): {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}")
-                used = fallback
-                artifact = artifacts.get(fallback, onnx_path, region.name)
-                run = used.load(os.path.join(st.workdir, artifact), st.workdir)
-                verify_region(st.spec.model, fn, record, run, info, origin, nonfinite=used.assumes_finite)
-            if auto and used is backend:  # keep whichever compiler runs this region faster
-                other = artifacts.get(fallback, onnx_path, region.name)
-                other_run = fallback.load(os.path.join(st.workdir, other), st.workdir)
-                example = next(iter(record.examples.values()))
-                feeds = [example[i].numpy() for i in info["graph_inputs"]]
-                if _region_time(other_run, feeds) <= _region_time(run, feeds):
-                    artifact, used = other, fallback
-                    verify_region(st.spec.model, fn, record, other_run, info, origin, nonfinite=used.assumes_finite)
-        st.signatures.append(_region_signature(region, record, info, artifact, origin, used.name))
-    st.tuning = opts.tune.stats[tuned_before:] if opts.tune else []
-    used_artifacts = {s.artifact for s in st.signatures if s.artifact}
-    kept = {path for artifact in used_artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
-    # Measured by --backend auto, or failed verification, then not kept. A library stays while a kept
-    # region's weights are bound to it, and goes once however many unused weights name it.
-    unused = {path for artifact in artifacts.made() - used_artifacts
-              for path in artifact_files(os.path.join(st.workdir, artifact))}
-    for path in sorted(unused - kept):
-        os.remove(path)
-    st.artifacts = len(used_artifacts)
-    st.exported = list(st.signatures)
-
-
-def _origin(region) -> str:
-    return f"{region.origin.func} {region.origin.lines}"
-
-
-def _region_time(run, feeds, repeat: int = 30) -> float:
-    """Median seconds of one call (after warm-up), for choosing a backend per region."""
-    import statistics
-
-    for _ in range(3):
-        run(feeds)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run(feeds)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-class _Artifacts:
-    """One artifact per distinct graph and backend: identical regions share it, and so does a failure.
-
-    Where the backend lifts weights out of the graphs (TVM), regions whose graphs differ only in their
-    weights share one compiled library, and each region's artifact is its own weights file naming it.
-    """
-
-    def __init__(self, workdir: str, seconds: dict[str, float], progress: Progress = _quiet, compile=compile_all):
-        self.workdir, self.seconds = workdir, seconds  # seconds: per compiled graph, its compiler's time
-        self.progress = progress
-        self.compile = compile
-        self.done: dict[tuple[str, str], str | Exception] = {}  # (backend, ONNX hash) -> artifact or error
-        self.libraries: dict[tuple[str, str], str | Exception] = {}  # (backend, graph hash) -> compiled graph
-        self.hashes: dict[str, str] = {}  # file -> content hash: each file is read once
-
-    def _hash(self, path: str) -> str:
-        if path not in self.hashes:
-            self.hashes[path] = sha256_file(path)
-        return self.hashes[path]
-
-    def prepare(self, backend, regions: list[tuple[str, str]], processes: int) -> None:
-        """Compile the distinct graphs among `(region name, ONNX path)`, `processes` at a time."""
-        pending: dict[tuple[str, str], tuple[str, object, tuple[str, str]]] = {}  # region key -> name, weights, graph key
-        jobs: dict[tuple[str, str], tuple[str, str]] = {}  # graph key -> (compiled artifact, graph to compile)
-        for name, onnx_path in regions:
-            key = (backend.name, self._hash(onnx_path))
-            if key in self.done or key in pending:
-                continue
-            graph, weights = backend.split(onnx_path, os.path.join(os.path.dirname(onnx_path), f"{name}.{backend.name}.onnx"))
-            graph_key = (backend.name, self._hash(graph))
-            if graph_key not in self.libraries:
-                jobs.setdefault(graph_key, (backend.artifact(name), graph))
-            pending[key] = (name, weights, graph_key)
-        names = {os.path.join(self.workdir, a): os.path.basename(a) for a, _ in jobs.values()}
-
-        def compiled(artifact: str, done: int) -> None:
-            self.progress("export", f"compiled {names[artifact]} with {backend.name}", done, len(jobs))
-
-        if jobs:
-            self.progress("export", f"compiling {len(jobs)} graph(s) for {len(pending)} region(s) with {backend.name}",
-                          0, len(jobs))
-        results = self.compile(backend, {os.path.join(self.workdir, a): p for a, p in jobs.values()}, processes,
-                              on_done=compiled)
-        for graph_key, (library, _) in jobs.items():
-            result = results[os.path.join(self.workdir, library)]
-            if isinstance(result, Exception):
-                self.libraries[graph_key] = result
-            else:
-                self.libraries[graph_key], self.seconds[library] = library, result
-        for key, (name, weights, graph_key) in pending.items():
-            library = self.libraries[graph_key]
-            if weights is None or isinstance(library, Exception):
-                self.done[key] = library
-                continue
-            artifact = backend.weights_artifact(name)
-            backend.bind(weights, os.path.basename(library), os.path.join(self.workdir, artifact))
-            self.done[key] = artifact
-
-    def get(self, backend, onnx_path: str, name: str) -> str:
-        """The artifact of this graph (compiled now if `prepare` did not); raises its compile error."""
-        key = (backend.name, self._hash(onnx_path))
-        if key not in self.done:
-            self.prepare(backend, [(name, onnx_path)], 1)
-        result = self.done[key]
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    def made(self) -> set[str]:
-        return {a for a in self.done.values() if isinstance(a, str)}
-
-
-def _fusing_backend(choice: str) -> str | None:
-    """The backend whose graphs run fused host code: the first that `choice` puts regions on and that runs
-    control flow (none: every decision stays in the host)."""
-    return next((name for name in chosen_backends(choice) if BACKENDS[name].control_flow), None)
-
-
-def step_fuse(opts: ConvertOptions, st: ConversionResult) -> None:
-    """Run stretches of host code as one graph each (see fuse), where correct (and faster)."""
-    import onnx
-
-    from .explore import to_numpy
-    from .fuse import called_regions, fuse_program
-    from .fuse.trial import HostTrial, try_fusion
-    from .package import signature
-
-    fusing = _fusing_backend(opts.backend)
-    if opts.fuse == "none" or fusing is None:
-        return
-    scratch = os.path.join(st.workdir, ".scratch")
-    regions = {s.name: s for s in st.signatures}
-    models = {name: onnx.load(os.path.join(scratch, f"{name}.onnx")) for name, s in regions.items() if s.artifact}
-    fusions, st.unfused = fuse_program(st.program, signature(st.spec), regions, models, fusing)
-    if not fusions:
-        return
-    fuser = opts.make_backend(fusing)
-    backends = {fusing: fuser}
-    inputs = [[to_numpy(v) for v in inp] for inp in st.natural_inputs]
-    trial = HostTrial(st, lambda name: backends.setdefault(name, opts.make_backend(name)), inputs,
-                      st.exploration.expected)
-    for region in regions.values():
-        trial.add(region)
-    for k, fusion in enumerate(fusions):
-        where = f"{fusion.origin.func} {fusion.origin.lines}"
-        names = ", ".join(sig.name for _, sig in fusion.parts)
-        st.progress("fuse", f"fusion trial {k + 1} of {len(fusions)}: {where} as region"
-                    f"{'s' if len(fusion.parts) > 1 else ''} {names}", k,
-                    len(fusions))
-        try:
-            for i, (model, sig) in enumerate(fusion.parts):
-                onnx_path = os.path.join(scratch, f"{sig.name}.onnx")
-                onnx.save(model, onnx_path)
-                sig = sig.with_artifact(fuser.artifact(sig.name))
-                fuser.compile(onnx_path, os.path.join(st.workdir, sig.artifact))
-                fusion.parts[i] = (model, sig)
-        except Exception as exc:  # the backend refuses the fused graph (INVALID_GRAPH): the host keeps the code
-            st.unfused.append(f"{where}: {fuser.name} refused the graph: {(str(exc).strip().splitlines() or [''])[0]}")
-            continue
-        fused_program, why_not = try_fusion(trial, fusion, measure=opts.fuse == "measured")
-        if why_not:
-            st.unfused.append(f"{where}: {why_not}")
-            continue
-        st.program = fused_program
-        for _, sig in fusion.parts:
-            regions[sig.name] = sig
-        taken = sorted({d.decision for d in fusion.decided.values()})
-        first = f"decision{'s' if len(taken) > 1 else ''} {', '.join(taken)} taken in the host, one region per " \
-            "arm: " if taken else ""
-        st.fused.append(f"{where}: {first}" + "; ".join(f"region {sig.name} runs {', '.join(sig.fuses)}"
-                                                  for _, sig in fusion.parts))
-    used = set(called_regions(st.program.body))
-    st.signatures = [s for name, s in regions.items() if name in used]
-    artifacts = {s.artifact for s in st.signatures if s.artifact}
-    kept = {path for artifact in artifacts for path in artifact_files(os.path.join(st.workdir, artifact))}
-    for name in os.listdir(os.path.join(st.workdir, "regions")):
-        if os.path.join(st.workdir, "regions", name) not in kept:
-            os.remove(os.path.join(st.workdir, "regions", name))
-    st.artifacts = len(artifacts)
-    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
-
-
 def step_speculate(opts: ConvertOptions, st: ConversionResult) -> None:
     """With --speculate: start the host with the dominant path as one graph, where it applies (speculate.py)."""
     from .speculate import speculate
 
     if not opts.speculate:
         return
-    fusing = _fusing_backend(opts.backend)
+    fusing = fusing_backend(opts.backend)
     if fusing is None:
         st.speculation = f"not speculated: {opts.backend} runs no regions on onnxruntime"
         return
     backends = {fusing: opts.make_backend(fusing)}
     st.speculation = speculate(st, backends[fusing], lambda name: backends.setdefault(name, opts.make_backend(name)))
     st.artifacts = len({s.artifact for s in st.signatures if s.artifact})
-    _write(os.path.join(st.workdir, "host.py"), host_source(st.program, os.path.basename(_source(st))))
+    write_host(st)
 
 
 def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -772,7 +260,7 @@ def step_package(opts: ConvertOptions, st: ConversionResult) -> None:
 
 
 def step_check(opts: ConvertOptions, st: ConversionResult) -> None:
-    st.check = check_package(st.workdir, st.spec, st.exploration, opts.check, opts.seed, edges=_edge_inputs(st.spec),
+    st.check = check_package(st.workdir, st.spec, st.exploration, opts.check, opts.seed, edges=edge_inputs(st.spec),
                              progress=lambda done, total: st.progress("check", f"sample {done + 1} of {total}",
                                                                       done, total))
     write_report(st.workdir, st)
@@ -881,38 +369,3 @@ def _run_steps(opts: ConvertOptions, st: ConversionResult, on_step) -> None:
             on_step(name, "done")
         if opts.dump_after == name:
             raise DumpReached(name, step_dump(name, st))
-
-
-def _region_signature(region, record, info, artifact, origin, backend: str) -> RegionSignature:
-    from .runtime.spec import count_leaves
-
-    n_out = sum(count_leaves(s) for s in record.out_specs)
-    graph_index = {leaf: k for k, leaf in enumerate(info["graph_leaves"])}
-    dims = name_dims(record)
-    example = next(iter(record.examples.values()))
-    return RegionSignature(
-        name=region.name,
-        origin=origin,
-        artifact=artifact,
-        backend=backend,
-        inputs=tuple(Port(n, s) for n, s in zip(region.inputs, record.in_specs)),
-        outputs=tuple(Port(n, s) for n, s in zip(region.outputs, record.out_specs)),
-        input_leaves=tuple(InputLeaf(str(t.numpy().dtype), tuple(dims[k])) for k, t in enumerate(example)),
-        graph_inputs=tuple(info["graph_inputs"]),
-        output_leaves=tuple(OutputLeaf(GRAPH, graph_index[i]) if i in graph_index
-                            else OutputLeaf(INPUT, record.passthrough[i]) for i in range(n_out)),
-        source_lines=(region.origin.first, region.origin.last),
-    )
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-
-
-def _json(obj) -> str:
-    import json
-
-    return json.dumps(obj, indent=2, sort_keys=False) + "\n"
-
-

@@ -10,7 +10,7 @@ from .picture import program_dot, tree_text
 from .runtime.signature import ARRAY, Param
 from .runtime.verify import package_digest, sha256_file
 
-__all__ = ["write_manifest", "write_report", "write_picture", "summary", "signature"]
+__all__ = ["write_manifest", "write_report", "write_picture", "summary", "signature", "region_loops"]
 
 
 def signature(spec) -> list[Param]:
@@ -85,7 +85,7 @@ def summary(st) -> dict:
     fused_in = _fused_in(program)
     loops = []
     for lp in program.loops:
-        body_regions = sum(1 for loop in _region_loops(program).values() if loop == lp.decision)
+        body_regions = sum(1 for loop in region_loops(program).values() if loop == lp.decision)
         iterations = exp.loop_iterations.get(lp.decision, 0) if exp else 0
         calls = exp.loop_calls.get(lp.decision, 0) if exp else 0
         loops.append({"id": lp.decision, "kind": lp.kind, "origin": f"{lp.origin.func} {lp.origin.lines}",
@@ -134,10 +134,28 @@ def _fused_in(program) -> dict[str, str]:
     return found
 
 
-def _region_loops(program):
-    from .convert import region_loops
+def region_loops(program) -> dict[str, str]:
+    """Each region inside a host loop, mapped to its innermost loop's id."""
+    from rewrite.cfg import If, Loop, RegionCall
 
-    return region_loops(program)
+    from hostgen.fused import FusedBlock
+
+    found: dict[str, str] = {}
+
+    def walk(nodes, loop):
+        for node in nodes:
+            if isinstance(node, RegionCall) and loop is not None:
+                found[node.region.name] = loop
+            elif isinstance(node, If):
+                walk(node.body, loop)
+                walk(node.orelse, loop)
+            elif isinstance(node, Loop):
+                walk(node.body, node.decision)
+            elif isinstance(node, FusedBlock):
+                walk(node.nodes, loop)
+
+    walk(program.body, None)
+    return found
 
 
 def write_report(workdir: str, st) -> None:

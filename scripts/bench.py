@@ -171,7 +171,7 @@ def _sizes(base: int) -> list[int]:
 
 def bench_dynamic(path: str, workdir: str, n_inputs: int, repeat: int) -> list[dict]:
     """Per size of each declared symbol: the dynamic package vs one converted for that size only."""
-    from dycl.convert import symbol_sizes
+    from dycl.sizes import symbol_sizes
 
     name = os.path.splitext(os.path.basename(path))[0]
     dyn, _ = _convert(path, os.path.join(workdir, f"{name}-dynamic"), n_inputs)

@@ -73,15 +73,15 @@ def test_make_backend_passes_the_options_a_backend_declares():
 
 
 def test_fusion_runs_on_whichever_chosen_backend_runs_control_flow(monkeypatch):
-    from dycl.convert import _fusing_backend
+    from dycl.fuse_step import fusing_backend
 
-    assert [_fusing_backend(c) for c in ("onnxruntime", "tvm", "torch", AUTO)] == ["onnxruntime", None, None,
-                                                                                  "onnxruntime"]
+    assert [fusing_backend(c) for c in ("onnxruntime", "tvm", "torch", AUTO)] == ["onnxruntime", None, None,
+                                                                                 "onnxruntime"]
 
     class LoopingCompiler(Backend):  # a backend added to the registry, known to the driver by its declarations
         name = "looper"
         control_flow = True
 
     monkeypatch.setitem(BACKENDS, LoopingCompiler.name, LoopingCompiler)
-    assert _fusing_backend("looper") == "looper"
+    assert fusing_backend("looper") == "looper"
     assert get_backend("looper").artifact("r") == "regions/r"

@@ -18,7 +18,7 @@ def _listing(path):
 @pytest.mark.parametrize("name", DYNAMIC_ZOO)
 def test_five_sizes_per_dynamic_dim(converted, name):
     import dycl
-    from dycl.convert import symbol_sizes
+    from dycl.sizes import symbol_sizes
     from dycl.modelfile import resized_inputs
 
     result = converted(os.path.join(ZOO, f"{name}.py"), check=20)

@@ -186,7 +186,8 @@ def test_host_expressions_compute_as_python_does(text):
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    from dycl.fuse.graph import Env, Expr, Graph, Names, Val
+    from dycl.fuse.expr import Expr
+    from dycl.fuse.graph import Env, Graph, Names, Val
 
     names = Names()
     graph = Graph(names)
@@ -216,7 +217,8 @@ def test_if_conditions_on_item_compare_as_python_does(text, cond):
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    from dycl.fuse.graph import Env, Expr, Graph, Names, Val
+    from dycl.fuse.expr import Expr
+    from dycl.fuse.graph import Env, Graph, Names, Val
 
     graph = Graph(Names())
     elems = {"g": TensorProto.FLOAT, "k": TensorProto.INT64}

@@ -9,7 +9,8 @@ from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall
 from rewrite.kinds import LoopKind
 
 from ..runtime.signature import GRAPH, Param, RegionSignature
-from .graph import NP_ELEM, Env, Expr, Graph, Names, Unfusable, from_type, scalar_kind
+from .expr import Expr
+from .graph import NP_ELEM, Env, Graph, Names, Unfusable, from_type, scalar_kind
 
 
 def _candidate(node, regions: dict[str, RegionSignature], backend: str, top: bool = False,
