@@ -62,7 +62,9 @@ def test_what_each_test_pins():
 def test_pinned_region_keeps_static_dims_and_the_threshold_region_does_not(converted):
     import dycl
 
-    result = converted(PINNED, check=20)
+    # the regions as compiled on their own (fused, the host takes these shape decisions and calls one graph
+    # per arm: tests/test_fuse_arms.py)
+    result = converted(PINNED, check=20, fuse="none")
     assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4
     shapes = {s.name: [list(leaf.shape) for leaf in s.input_leaves] for s in result.signatures}
     pinned = next(s.name for s in result.signatures if s.origin.endswith("L24-26"))
@@ -83,12 +85,27 @@ def test_pinned_region_keeps_static_dims_and_the_threshold_region_does_not(conve
     assert arms == {(True, False), (False, False), (False, True)}  # 3x3 is never above 4
 
 
+def test_fused_arms_of_the_pinned_tests_serve_every_size(converted):
+    import dycl
+
+    result = converted(PINNED, check=20)
+    assert result.fused and result.check.passed
+    net = dycl.load(result.out)
+    gen = torch.Generator().manual_seed(2)
+    for height in (1, 3, 4, 5, 13):
+        for width in (1, 3, 7):
+            x = torch.randn(2, height, width, generator=gen)
+            with torch.no_grad():
+                expected = result.spec.model(x).numpy()
+            np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-4, atol=1e-5, err_msg=f"{height}x{width}")
+
+
 def test_the_pinned_region_refuses_another_size_with_a_clear_error(converted):
     # The host's test never passes it another size; called directly, it refuses one, naming itself.
     import dycl
     from dycl.runtime.region import RegionError
 
-    result = converted(PINNED, check=20)
+    result = converted(PINNED, check=20, fuse="none")
     pinned = next(s.name for s in result.signatures if s.origin.endswith("L24-26"))
     net = dycl.load(result.out)
     region = getattr(net.regions, pinned)
