@@ -21,7 +21,7 @@ FUSED = [os.path.join(ZOO, f"{m}.py") for m in ["skipnet", "skipnet38", "blockdr
                                                  "rnn_early_stop", "seq2seq", "caption", "act"]] \
     + [os.path.join(MODELS, f"{m}.py") for m in ["c_while_item_counter", "c_for_break_decoder", "c_nested_if",
                                                   "c_break_continue", "c_early_return", "golden_gated",
-                                                  "c_gated_residual"]]
+                                                  "c_gated_residual", "c_rnn_step_inputs", "c_break_before_update"]]
 
 
 def _host_control(package: str) -> int:

@@ -14,7 +14,7 @@ from ..runtime.signature import Param, RegionSignature
 from .expr import ARITH, Expr
 from .graph import Appended, Env, Graph, Names, Tup, Unfusable, Val, from_type
 from .inline import inline_region
-from .runs import Types, _append, _empty_list, _returns, early_exit, names_outside, split_breaks
+from .runs import Types, _append, _empty_list, _returns, early_exit, mid_break, names_outside, split_breaks
 
 __all__ = ["Context", "Block", "graph_outputs"]
 
@@ -43,6 +43,9 @@ class Context:
             self.inputs[name] = from_type(kind, lambda: self.names.fresh(name))
         return self.inputs[name]
 
+
+# keys of an If's outputs that are not the program's names (a variable may be called `done`)
+_DONE, _RETURNED = object(), object()
 
 class Block:
     """Host nodes as ONNX nodes of graph `g`, reading and binding names in `env`.
@@ -190,13 +193,13 @@ class Block:
             done = [graphs[k].const(True, "bool") if full[k] else blocks[k].partial[0] if blocks[k].partial
                     else graphs[k].const(False, "bool") for k in range(2)]
             pairs.append(done)
-            names.append("done")
+            names.append(_DONE)
         if any(r is not None for r in returned):
             known = next(r for r in returned if r is not None)
             values = [r if r is not None else [_placeholder(graphs[k], v) for v in known]
                       for k, r in enumerate(returned)]
             pairs += _pairs(values, f"decision {node.decision}")
-            names += ["returned"] * len(known)
+            names += [_RETURNED] * len(known)
         if not all(full):  # some path goes on: the names it sets
             for name in dict.fromkeys(list(envs[0]) + list(envs[1])):
                 vals = []
@@ -216,13 +219,34 @@ class Block:
         results = self._emit_if(test.name, graphs, pairs, node.decision)
         by_name = list(zip(names, results))
         if all(full):
-            self.ret = [v for n, v in by_name if n == "returned"]
+            self.ret = [v for n, v in by_name if n is _RETURNED]
             return
-        if "done" in names:
-            self.partial = (results[0], [v for n, v in by_name if n == "returned"])
+        if _DONE in names:
+            self.partial = (results[0], [v for n, v in by_name if n is _RETURNED])
         for name, val in by_name:
-            if name not in ("done", "returned"):
+            if name is not _DONE and name is not _RETURNED:
                 self.env[name] = val
+
+    def _body(self, graph: Graph, env: Env, scans: dict, steps: list) -> list[Val]:
+        """Build a loop body's steps into `graph`; the test of a break before the last of them, if any.
+
+        `if c: break` followed by more work: the work runs as the else arm of an If on `c` (its then arm
+        keeps every value as it is), and the loop goes on while not `c`.
+        """
+        cut = mid_break(steps)
+        if cut is None:
+            Block(self.ctx, graph, env, scans).run(steps)
+            return []
+        before, brk, after = cut
+        if any(isinstance(n, HostStmt) and _append(n.node) for n in host_nodes(after)):
+            raise Unfusable(f"the loop appends to a list after the break at decision {brk.decision}")
+        block = Block(self.ctx, graph, env, scans)
+        block.run(before)
+        broke = Expr(graph, env).test(brk.test)
+        flag = self.ctx.names.fresh("broke")  # a name no Python code can read: the test before `after` ran
+        env[flag] = broke
+        block.run([If(cst.Name(flag), [], after, brk.origin, brk.decision, brk.dclass)])
+        return [broke]
 
     def _Loop(self, node: Loop) -> None:
         steps, breaks = split_breaks(node.body)
@@ -264,9 +288,10 @@ class Block:
             inputs += [helper.make_tensor_value_info(v.name, v.elem, None) for v in env[name].leaves()]
         if target is not None:
             env[target] = Val(graph.op("Add", [iter_num, start.name]), "int")
-        Block(self.ctx, graph, env, scans).run(steps)
+        broke = self._body(graph, env, scans, steps)
         body_expr = Expr(graph, env)
-        keep_going = [graph.op("Not", [body_expr.test(b.test).name]) for b in breaks]
+        keep_going = [graph.op("Not", [b.name]) for b in broke]
+        keep_going += [graph.op("Not", [body_expr.test(b.test).name]) for b in breaks]
         if node.kind == LoopKind.WHILE:
             keep_going.append(body_expr.test(node.test).name)
         cond_out = keep_going[0] if keep_going else cond_in

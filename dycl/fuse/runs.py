@@ -29,6 +29,9 @@ def _candidate(node, regions: dict[str, RegionSignature], backend: str, top: boo
         return all(_candidate(n, regions, backend, returning=returning) for n in node.body + node.orelse)
     if isinstance(node, Loop):
         steps, _ = split_breaks(node.body)
+        cut = mid_break(steps)
+        if cut is not None:
+            steps = cut[0] + cut[2]
         return all(_candidate(n, regions, backend) for n in steps)
     return False
 
@@ -226,6 +229,18 @@ def split_breaks(body: list) -> tuple[list, list]:
     while tail and _is_break_if(body[tail - 1]):
         tail -= 1
     return body[:tail], body[tail:]
+
+
+def mid_break(steps: list) -> tuple[list, If, list] | None:
+    """Loop steps with an `if c: break` before more work, as (before, that If, after); None without one.
+
+    The work after it is an arm of an If on `c` in the loop body (see block.Block._Loop); a second break
+    in that work would need another, so it is not split here.
+    """
+    at = next((k for k, n in enumerate(steps) if _is_break_if(n)), None)
+    if at is None:
+        return None
+    return steps[:at], steps[at], steps[at + 1:]
 
 
 def _is_break_if(node) -> bool:
