@@ -102,3 +102,20 @@ def test_unknown_state_shape_folds_nothing():
     before = _gru_loop()
     after, count = _folded(before, {})
     assert count == 0 and _body_ops(after).count("Add") == 2
+
+
+def test_product_the_body_returns_as_it_is_is_left_alone():
+    """Found by tests/models/fuzz_unrolled_fusion.py: a Gemm whose only use is the body's output."""
+    body = h.make_graph(
+        [h.make_node("Gemm", ["h_in", "w", "b"], ["h_out"], transB=1), h.make_node("Identity", ["c"], ["c_out"])],
+        "body",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+         h.make_tensor_value_info("h_in", T.FLOAT, None)],
+        [h.make_tensor_value_info("c_out", T.BOOL, None), h.make_tensor_value_info("h_out", T.FLOAT, None)],
+        [numpy_helper.from_array(RNG.standard_normal((H, H)).astype(np.float32), "w"),
+         numpy_helper.from_array(RNG.standard_normal(H).astype(np.float32), "b")])
+    graph = h.make_graph([h.make_node("Loop", ["M", "", "h0"], ["h_last"], body=body)], "g",
+                         [h.make_tensor_value_info("M", T.INT64, []), h.make_tensor_value_info("h0", T.FLOAT, [2, H])],
+                         [h.make_tensor_value_info("h_last", T.FLOAT, None)])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
+    assert fold_addends(model, {"h_in": [2, H]}) == 0

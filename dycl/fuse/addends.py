@@ -66,7 +66,9 @@ def _fold(gemm, body, scopes: list, shapes: dict, names: Names) -> list:
     uses = use_counts(body)
     if uses.get(gemm.output[0]) != 1:
         return []
-    reader = next(n for n in body.node if gemm.output[0] in n.input)
+    reader = next((n for n in body.node if gemm.output[0] in n.input), None)
+    if reader is None:  # the body returns the product itself
+        return []
     local = {i.name for i in body.input} | {t.name for t in body.initializer} \
         | {o for n in body.node for o in n.output}
     if reader.op_type == "Split" and reader.domain in ("", "ai.onnx") and attr(reader, "axis", 0) in (1, -1):
