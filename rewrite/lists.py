@@ -6,7 +6,7 @@ static loop, later `for module, hook in reversed(hooked):` (transformers' accele
 `torch.cat(to_cat + [x])` (timm's ViT).
 
 Before a `name = []` is bound, every use of `name` in the function is read:
-- when each one is an `append` statement, a loop over it (also `reversed`/`enumerate`), `len()`
+- when each one is an `append` statement, a loop over it (also `reversed`/`enumerate`/`zip`), `len()`
   or a truth test, the list is a conversion-time value (StaticList) as long as every appended
   value is known then: nothing of it reaches the package;
 - when each one is that, or a read in arithmetic (`to_cat + [x]`) or an index, the list is a
@@ -47,8 +47,10 @@ def _uses(func_node: cst.CSTNode, name: str) -> tuple[bool, bool]:
             if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _LOOP_WRAPPERS \
                     and it.args:
                 it = it.args[0].value
-            if _is(it):
-                allowed_static.add(id(it))
+            zipped = isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "zip"
+            for item in [a.value for a in it.args] if zipped else [it]:  # zip: rewrite/zips.py
+                if _is(item):
+                    allowed_static.add(id(item))
 
         def visit_Call(self, node):
             if isinstance(node.func, cst.Name) and node.func.value == "len" and len(node.args) == 1 \

@@ -1,9 +1,10 @@
 """Loops in the partial evaluator: static loops unrolled, data-dependent ones kept for the host.
 
-A loop over a ModuleList/ModuleDict or a fixed range is unrolled with its
-variable as a constant (a data-dependent `break` becomes a host flag guarding
-the later iterations). A `while`, or a `for t in range(n)` with a
-data-dependent bound or `break`, stays a host loop whose body is lowered once.
+A loop over a ModuleList/ModuleDict or a fixed range, or over a zip of one with
+run-time values (rewrite/zips.py), is unrolled with its variable as a constant
+(a data-dependent `break` becomes a host flag guarding the later iterations).
+A `while`, or a `for t in range(n)` with a data-dependent bound or `break`,
+stays a host loop whose body is lowered once.
 """
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from .jumps import Frame, assigned_names, has_break, has_jump, splice, terminate
 from .staticeval import fold, iteration_items, representation, value_of
 from .values import ModRef, Static, TensorConst, Unknown
 from .walk import find
+from .zips import ZipLoops
 
 __all__ = ["LoopLowering"]
 
 
-class LoopLowering:
+class LoopLowering(ZipLoops):
     """Mixin of PartialEvaluator: `for` and `while` statements."""
 
     def visit_For(self, node: cst.For, frame: Frame, out: list) -> bool:
@@ -28,11 +30,11 @@ class LoopLowering:
         hoisted: list = []
         iterable = self.expression(node.iter, frame, hoisted, node)
         out.extend(hoisted)
-        items = None
+        items = self._zip_items(node, iterable, frame, out)  # `zip(chunks, self.experts)`: rewrite/zips.py
         # The source expression first: folding writes `self.layers` as its path from the model
         # (`self.initial.layers`), which an inlined submodule's scope, where `self` is the submodule,
         # cannot resolve.
-        for expr in (node.iter, iterable):
+        for expr in (node.iter, iterable) if items is None else ():
             try:
                 items = iteration_items(expr, scope)
                 break
@@ -44,9 +46,9 @@ class LoopLowering:
             return self._index_loop(node, iterable, frame, out)
         if items is None and not is_range:
             self._error("dynamic-loop", frame.src, node.iter, "loop over a value known only at run time",
-                        "a loop's items must be fixed by the model (a ModuleList, a ModuleDict), a range of "
-                        "integers, or the rows of one tensor or list; zip, enumerate and dict views of run-time "
-                        "values have no index the host can step",
+                        "a loop's items must be fixed by the model (a ModuleList, a ModuleDict, a zip with one of "
+                        "them), a range of integers, or the rows of one tensor or list; zip, enumerate and dict "
+                        "views of run-time values only have no index the host can step",
                         "loop over `range(len(x))` and index each value")
             return False
         peel = False
@@ -69,12 +71,12 @@ class LoopLowering:
                 if rest is not None:
                     iterations.append(rest)
                     break
-            self.bind(node.target, item, frame, node)
+            reads = self._bind_item(node.target, item, frame, node)
             frame.loops.append(LoopMode.UNROLLED)
             guarded = bool(exits)  # after a data-dependent `break`, an iteration runs under a flag
             self.guarded += guarded
             try:
-                body, terminated = self.block(node.body.body, frame)
+                body, terminated = self.block([*reads, *node.body.body], frame)
             finally:
                 frame.loops.pop()
                 self.guarded -= guarded

@@ -68,6 +68,7 @@ class PartialEvaluator(LoopLowering, ExpressionChecks, Inlining, ModuleDispatch,
         self.host_depth = 0  # host loops around the statement being lowered
         self.tentative = 0  # host loops being tried that unroll instead on a diagnostic (loops.py)
         self.held_objects: dict = {}  # objects forward created that the last expression's result holds
+        self.length_checks: dict[str, Diagnostic] = {}  # host checks' messages -> their diagnostic (zips.py)
 
     # -- entry -------------------------------------------------------------
     def lower_forward(self, given: int | None = None) -> tuple[list[str], list, Origin]:

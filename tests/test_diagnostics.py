@@ -29,7 +29,7 @@ tests/models/bad_constructs.py:15:9: error: `with` block in forward [with-block]
 tests/models/bad_constructs.py:17:25: error: loop over a value known only at run time [dynamic-loop]
             for row, col in zip(x, x.t()):
                             ^
-  Explanation: a loop's items must be fixed by the model (a ModuleList, a ModuleDict), a range of integers, or the rows of one tensor or list; zip, enumerate and dict views of run-time values have no index the host can step
+  Explanation: a loop's items must be fixed by the model (a ModuleList, a ModuleDict, a zip with one of them), a range of integers, or the rows of one tensor or list; zip, enumerate and dict views of run-time values only have no index the host can step
   Hint: loop over `range(len(x))` and index each value
 
 tests/models/bad_constructs.py:19:9: error: `try` around tensor code [try-block]
