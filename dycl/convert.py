@@ -30,8 +30,8 @@ from .backends import AUTO, TORCH_REGIONS, backend_class, get_backend
 from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dump_after import DumpReached, step_dump
-from .explore import ListLengthChanged, PythonValueOut, explore
-from .explore_diagnostics import list_length_changed, one_size_code, python_value_out, unreached_code
+from .explore import ListLengthChanged, PythonValueOut, RewriteMismatch, explore
+from .explore_diagnostics import length_check_failed, list_length_changed, one_size_code, python_value_out, unreached_code
 from .export_step import step_export
 from .fold_shapes import constant_shape_decisions
 from .fuse_step import fusing_backend, step_fuse
@@ -188,6 +188,9 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
         raise ConversionError([python_value_out(st.program, exc)]) from None
     except ListLengthChanged as exc:
         raise ConversionError([list_length_changed(st.program, exc)]) from None
+    except (ValueError, RewriteMismatch) as exc:
+        _length_check(st, exc)
+        raise
 
 
 def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
@@ -204,6 +207,9 @@ def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
         raise ConversionError([python_value_out(st.program, exc)]) from None
     except ListLengthChanged as exc:
         raise ConversionError([list_length_changed(st.program, exc)]) from None
+    except (ValueError, RewriteMismatch) as exc:
+        _length_check(st, exc)
+        raise
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
         raise ConversionError(unreached_code(unreached))
@@ -211,6 +217,13 @@ def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
                              lambda region, record: shapes_follow_shapes(region, record, st.regions_module, st.spec.model))
     if one_size:
         raise ConversionError(one_size)
+
+
+def _length_check(st: ConversionResult, exc: BaseException) -> None:
+    """A sample input that fails a host length check (a zip shorter than its unrolled loop) is a diagnostic."""
+    diagnostic = length_check_failed(st.program, exc)
+    if diagnostic is not None:
+        raise ConversionError([diagnostic]) from None
 
 
 def _explore(opts: ConvertOptions, st: ConversionResult) -> None:

@@ -1,7 +1,7 @@
 """Diagnostics from exploration: what running the rewritten program found that no package can hold.
 
 A region output that came out a Python value (`python-value`), a list input whose length changed
-between runs (`varying-list`), regions no run reached (`unreached-code`) and regions that ran at one
+between runs or a zip argument shorter than the loop was unrolled for (`varying-list`), regions no run reached (`unreached-code`) and regions that ran at one
 size of a dynamic symbol only (`one-size-code`), each pointing at the user's source.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rewrite.syntax import reads_writes
 from .explore import ListLengthChanged, PythonValueOut
 from .pins import unexplained_dims
 
-__all__ = ["python_value_out", "list_length_changed", "unreached_code", "one_size_code"]
+__all__ = ["python_value_out", "list_length_changed", "length_check_failed", "unreached_code", "one_size_code"]
 
 
 def python_value_out(program, exc: PythonValueOut) -> Diagnostic:
@@ -43,6 +43,16 @@ def list_length_changed(program, exc: ListLengthChanged) -> Diagnostic:
                       f"{exc.lengths[1]} on another (`.tolist()` of a tensor whose size varies gives such a list)",
                       "keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`), "
                       "or use the list only in Python (`for`, `len`, `sum`)")
+
+
+def length_check_failed(program, exc: BaseException) -> Diagnostic | None:
+    """The diagnostic of the host length check whose ValueError a run raised (rewrite/zips.py): by
+    itself, or as what the rewritten program raised where the model did not (a resized input)."""
+    while exc is not None:
+        if isinstance(exc, ValueError) and exc.args and exc.args[0] in program.length_checks:
+            return program.length_checks[exc.args[0]]
+        exc = exc.__context__
+    return None
 
 
 def unreached_code(regions) -> list[Diagnostic]:

@@ -172,7 +172,7 @@ class Program:
     """The rewritten forward: parameters, host tree, regions, folded decisions."""
 
     __slots__ = ("params", "body", "regions", "decisions", "source", "static_decisions", "globals", "name", "loops",
-                 "defaults")
+                 "defaults", "length_checks")
 
     def __init__(self, name: str, params: list[str], body: list, regions: list[Region], decisions: list[If],
                  source: Origin, static_decisions: int, globals_: dict):
@@ -180,6 +180,9 @@ class Program:
         self.source, self.static_decisions, self.globals = source, static_decisions, globals_
         self.loops: list[Loop] = []
         self.defaults: dict[str, str] = {}  # forward parameters fixed at their defaults -> repr of the value
+        # the message of each ValueError a host length check raises -> what to report when a sample
+        # input raises it (rewrite/zips.py)
+        self.length_checks: dict = {}
 
     def __repr__(self) -> str:
         return f"Program({self.params}, {len(self.regions)} regions, {len(self.decisions)} decisions)"

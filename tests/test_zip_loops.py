@@ -5,12 +5,14 @@ tests/models/c_zip_experts.py also runs in test_constructs (both backends).
 """
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import MODELS
+from conftest import MODELS, ROOT
 from dycl.modelfile import load_model_file
 from rewrite import ConversionError, rewrite_model
 
@@ -52,6 +54,26 @@ def test_package_refuses_a_list_shorter_than_the_unrolled_loop(converted):
     x[2] *= -1
     with torch.no_grad():
         np.testing.assert_allclose(net(x.numpy()), result.spec.model(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_zip_shorter_than_its_module_list_on_a_sample_is_a_diagnostic(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "dycl.cli", "convert", "tests/models/bad_zip_length.py",
+                           "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert """\
+tests/models/bad_zip_length.py:15:30: error: zip of `self.experts` and `weights`, which is shorter than it on \
+some inputs [varying-list]
+            for w, expert in zip(weights, self.experts):
+                                 ^
+  Explanation: the loop is unrolled for the 3 items of `self.experts`, and zip stops at its shortest argument: \
+where `weights` has fewer items, Python ends the loop early, which the package cannot (a tensor whose first dim \
+varies gives such rows, and `.tolist()` of it such a list)
+  Hint: give `weights` at least as many items as `self.experts` on every input; the package refuses another \
+length with a ValueError
+
+1 error: the model cannot be converted as written.""" in proc.stderr
+    assert not out.exists()
 
 
 def _model(tmp_path, monkeypatch, forward: str):
