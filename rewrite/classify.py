@@ -379,7 +379,7 @@ class _RegionForm(cst.CSTTransformer):
         if name == "len" and len(original.args) == 1 and not original.args[0].star \
                 and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
             # `len(x)` of a tensor is its first dim: as `x.shape[0]` tracing keeps it a shape, not a constant
-            shape = cst.Attribute(updated.args[0].value, cst.Name("shape"))
+            shape = cst.Attribute(_primary(updated.args[0].value), cst.Name("shape"))
             return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
         return updated
 
@@ -428,7 +428,20 @@ def to_host(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
 
 
 def _call(base, method: str, args: list) -> cst.Call:
-    return cst.Call(cst.Attribute(base, cst.Name(method)), args)
+    return cst.Call(cst.Attribute(_primary(base), cst.Name(method)), args)
+
+
+# expressions an attribute reads as they are written: `h[0].to(...)`; any other needs parentheses
+# (`(h[0] > 0).to(...)`, not `h[0] > 0.to(...)`), a number too (`0.to` is no valid literal)
+_PRIMARIES = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.List, cst.Dict, cst.Set, cst.ListComp,
+              cst.SetComp, cst.DictComp, cst.SimpleString, cst.FormattedString)
+
+
+def _primary(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`node`, in parentheses unless an attribute of it reads as written."""
+    if isinstance(node, _PRIMARIES) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def to_region(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
