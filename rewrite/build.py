@@ -9,7 +9,8 @@ from __future__ import annotations
 import libcst as cst
 
 from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
-from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
+from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host
+from .region_form import to_region
 from .kinds import DecisionClass, LoopKind, StmtKind, TestKind
 from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace

@@ -4,17 +4,16 @@ The host holds arrays, Python scalars and containers. It may read shapes,
 call `item()`/`int()`/`float()`/`bool()` on arrays, do scalar arithmetic,
 compare, and build or index tuples, lists and dicts. Any other tensor math is
 region code; `hoist` moves it out of a host expression into region
-temporaries.
+temporaries. What region code becomes inside a region is region_form.py's.
 """
 from __future__ import annotations
 
 import libcst as cst
 
 from .kinds import ValueKind
-from .list_index import as_index, holds_list
-from .roll import dynamic_roll
 
-__all__ = ["Kinds", "analyze", "list_join", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
+__all__ = ["Kinds", "analyze", "list_join", "hoist", "to_host", "method_of", "builtin_of", "SHAPE_ATTRS", "SHAPE_METHODS",
+           "SYNC_METHODS", "SYNC_BUILTINS", "TENSOR", "SCALAR", "CONTAINER"]
 
 SHAPE_ATTRS = {"shape", "ndim"}
 # torch dtypes the host spells as numpy's: `x.dtype != torch.float32` is decided like a shape.
@@ -125,7 +124,8 @@ def list_join(node: cst.Call, kinds: "Kinds") -> bool:
     return True
 
 
-def _method(node: cst.Call):
+def method_of(node: cst.Call):
+    """(receiver, method name) of a method call `a.m(...)`; (None, None) for any other call."""
     if isinstance(node.func, cst.Attribute):
         return node.func.value, node.func.attr.value
     return None, None
@@ -143,7 +143,8 @@ def _container_types(node: cst.Call, kinds: Kinds) -> bool:
     return all(isinstance(n, cst.Name) and n.value in _CONTAINER_TYPES and kinds.get(n.value) is None for n in names)
 
 
-def _builtin(node: cst.Call, kinds: Kinds):
+def builtin_of(node: cst.Call, kinds: Kinds):
+    """The name of the function a call of a bare name calls, unless the name is a variable here."""
     if isinstance(node.func, cst.Name) and kinds.get(node.func.value) is None:
         return node.func.value
     return None
@@ -171,7 +172,7 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
     if isinstance(node, cst.Call):
         if list_join(node, kinds):
             return Info(TENSOR, True, value=True)
-        base, method = _method(node)
+        base, method = method_of(node)
         if base is not None:
             binfo = analyze(base, kinds)
             if method in SYNC_METHODS and not node.args and _constant_index(base, kinds):
@@ -192,7 +193,7 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
                 return Info(TENSOR if method in ("pop", "get") else SCALAR, True,
                             needs_hoist=not _args_host(node, kinds), value=binfo.value)
             return Info(TENSOR, False)
-        name = _builtin(node, kinds)
+        name = builtin_of(node, kinds)
         if name == "isinstance" and _container_types(node, kinds):
             # the host holds a tensor as an array, which is no list, tuple or dict either: a type test
             # decided like a shape (exploration folds it when it never changes)
@@ -309,7 +310,7 @@ def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
     if isinstance(node, cst.Attribute):
         return node.with_changes(value=sub(node.value))
     if isinstance(node, cst.Call):
-        base, _ = _method(node)
+        base, _ = method_of(node)
         if base is not None:
             node = node.with_changes(func=node.func.with_changes(value=sub(base)))
         return node.with_changes(args=[a.with_changes(value=sub(a.value)) for a in node.args])
@@ -341,49 +342,6 @@ def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
     return emit(node)
 
 
-class _RegionForm(cst.CSTTransformer):
-    """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions; `len(x)` of a
-    tensor reads its shape; a tensor's index that may be a list of Python values goes through
-    `dycl_index` (list_index.py)."""
-
-    def __init__(self, kinds: Kinds):
-        super().__init__()
-        self.kinds = kinds
-
-    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
-        if analyze(original.value, self.kinds).vtype != TENSOR:
-            return updated
-        elements = []
-        for old, new in zip(original.slice, updated.slice):
-            if isinstance(old.slice, cst.Index) and holds_list(old.slice.value, self.kinds.lists) \
-                    and analyze(old.slice.value, self.kinds).vtype == SCALAR:
-                new = new.with_changes(slice=new.slice.with_changes(value=as_index(new.slice.value)))
-            elements.append(new)
-        return updated.with_changes(slice=elements)
-
-    def leave_Call(self, original: cst.Call, updated: cst.Call):
-        rolled = dynamic_roll(updated)
-        if rolled is not None:
-            return rolled
-        base, method = _method(original)
-        if base is not None and method == "item" and not original.args:
-            if analyze(base, self.kinds).vtype == TENSOR:
-                return _call(updated.func.value, "reshape", [cst.Arg(cst.Tuple([]))])
-        name = _builtin(original, self.kinds)
-        if name in SYNC_BUILTINS and len(original.args) == 1 and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
-            arg = updated.args[0].value
-            if name == "bool":
-                return _call(arg, "bool", [])
-            dtype = "int64" if name == "int" else "float64"
-            return _call(arg, "to", [cst.Arg(cst.Attribute(cst.Name("torch"), cst.Name(dtype)))])
-        if name == "len" and len(original.args) == 1 and not original.args[0].star \
-                and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
-            # `len(x)` of a tensor is its first dim: as `x.shape[0]` tracing keeps it a shape, not a constant
-            shape = cst.Attribute(_primary(updated.args[0].value), cst.Name("shape"))
-            return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
-        return updated
-
-
 def _torch_dtype(node) -> bool:
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "torch" \
         and node.attr.value in _DTYPES
@@ -408,7 +366,7 @@ class _HostForm(cst.CSTTransformer):
                                     whitespace_after=cst.SimpleWhitespace(""))
             args = [updated.args[0]] + [a.with_changes(keyword=cst.Name("axis"), equal=tight) for a in updated.args[1:]]
             return cst.Call(cst.Attribute(cst.Name("np"), cst.Name(_JOINS[original.func.attr.value])), args)
-        base, method = _method(original)
+        base, method = method_of(original)
         if base is None or method not in SHAPE_METHODS or analyze(base, self.kinds).vtype != TENSOR:
             return updated
         obj = updated.func.value
@@ -425,25 +383,3 @@ class _HostForm(cst.CSTTransformer):
 def to_host(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
     """`node` in the host's numpy spelling."""
     return node.visit(_HostForm(kinds))
-
-
-def _call(base, method: str, args: list) -> cst.Call:
-    return cst.Call(cst.Attribute(_primary(base), cst.Name(method)), args)
-
-
-# expressions an attribute reads as they are written: `h[0].to(...)`; any other needs parentheses
-# (`(h[0] > 0).to(...)`, not `h[0] > 0.to(...)`), a number too (`0.to` is no valid literal)
-_PRIMARIES = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.List, cst.Dict, cst.Set, cst.ListComp,
-              cst.SetComp, cst.DictComp, cst.SimpleString, cst.FormattedString)
-
-
-def _primary(node: cst.BaseExpression) -> cst.BaseExpression:
-    """`node`, in parentheses unless an attribute of it reads as written."""
-    if isinstance(node, _PRIMARIES) or node.lpar:
-        return node
-    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-
-def to_region(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
-    """`node` rewritten for a region: Python-scalar conversions of tensors become tensor ops."""
-    return node.visit(_RegionForm(kinds))

@@ -69,7 +69,8 @@ def test_namespace_rollback_hands_out_names_again():
     ("int((h[0, 0] > 0))", "(h[0, 0] > 0).to(torch.int64)"),
 ])
 def test_region_form_keeps_what_a_method_call_reads_in_parentheses(src, expected):
-    from rewrite.classify import TENSOR, Kinds, to_region
+    from rewrite.classify import TENSOR, Kinds
+    from rewrite.region_form import to_region
 
     node = to_region(cst.parse_expression(src), Kinds({"h": TENSOR}))
     assert cst.Module([]).code_for_node(node) == expected

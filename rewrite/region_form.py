@@ -1,0 +1,81 @@
+"""Region code in the region's own terms: what a Python value of a tensor means inside a traced graph.
+
+In a region a Python conversion of a tensor stays a tensor (`int(t)` → `t.to(torch.int64)`,
+`t.item()` → `t.reshape(())`), `len(x)` of a tensor reads its shape, and a tensor's index that may
+be a list of Python values goes through `dycl_index` (list_index.py).
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from .classify import SCALAR, SYNC_BUILTINS, TENSOR, Kinds, analyze, builtin_of, method_of
+from .list_index import as_index, holds_list
+from .roll import dynamic_roll
+
+__all__ = ["to_region"]
+
+
+class _RegionForm(cst.CSTTransformer):
+    """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions; `len(x)` of a
+    tensor reads its shape; a tensor's index that may be a list of Python values goes through
+    `dycl_index` (list_index.py)."""
+
+    def __init__(self, kinds: Kinds):
+        super().__init__()
+        self.kinds = kinds
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
+        if analyze(original.value, self.kinds).vtype != TENSOR:
+            return updated
+        elements = []
+        for old, new in zip(original.slice, updated.slice):
+            if isinstance(old.slice, cst.Index) and holds_list(old.slice.value, self.kinds.lists) \
+                    and analyze(old.slice.value, self.kinds).vtype == SCALAR:
+                new = new.with_changes(slice=new.slice.with_changes(value=as_index(new.slice.value)))
+            elements.append(new)
+        return updated.with_changes(slice=elements)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        rolled = dynamic_roll(updated)
+        if rolled is not None:
+            return rolled
+        base, method = method_of(original)
+        if base is not None and method == "item" and not original.args:
+            if analyze(base, self.kinds).vtype == TENSOR:
+                return _call(updated.func.value, "reshape", [cst.Arg(cst.Tuple([]))])
+        name = builtin_of(original, self.kinds)
+        if name in SYNC_BUILTINS and len(original.args) == 1 and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
+            arg = updated.args[0].value
+            if name == "bool":
+                return _call(arg, "bool", [])
+            dtype = "int64" if name == "int" else "float64"
+            return _call(arg, "to", [cst.Arg(cst.Attribute(cst.Name("torch"), cst.Name(dtype)))])
+        if name == "len" and len(original.args) == 1 and not original.args[0].star \
+                and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
+            # `len(x)` of a tensor is its first dim: as `x.shape[0]` tracing keeps it a shape, not a constant
+            shape = cst.Attribute(_primary(updated.args[0].value), cst.Name("shape"))
+            return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+        return updated
+
+
+
+def _call(base, method: str, args: list) -> cst.Call:
+    return cst.Call(cst.Attribute(_primary(base), cst.Name(method)), args)
+
+
+# expressions an attribute reads as they are written: `h[0].to(...)`; any other needs parentheses
+# (`(h[0] > 0).to(...)`, not `h[0] > 0.to(...)`), a number too (`0.to` is no valid literal)
+_PRIMARIES = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.List, cst.Dict, cst.Set, cst.ListComp,
+              cst.SetComp, cst.DictComp, cst.SimpleString, cst.FormattedString)
+
+
+def _primary(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`node`, in parentheses unless an attribute of it reads as written."""
+    if isinstance(node, _PRIMARIES) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def to_region(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
+    """`node` rewritten for a region: Python-scalar conversions of tensors become tensor ops."""
+    return node.visit(_RegionForm(kinds))
