@@ -42,6 +42,9 @@ class Kinds:
         # a tuple the host built from a display (`out = order, sizes`): (kind, value_derived) per element,
         # for the names that unpack it (`order, sizes = out`)
         self.elements: dict[str, tuple] = {}
+        # a list a display built (`picks = []`): the kinds of the items it was built with and grown by
+        # (`picks.append(int(s))`) on the paths here, SCALAR for Python values (list_index.list_items)
+        self.items: dict[str, frozenset] = {}
 
     def get(self, name: str) -> ValueKind | None:
         return self.kinds.get(name)
@@ -57,14 +60,20 @@ class Kinds:
             self.elements.pop(name, None)
         else:
             self.elements[name] = elements
+        self.items.pop(name, None)
 
     def copy(self) -> "Kinds":
         new = Kinds(self.kinds, self.seen, self.lists)
         new.value_derived = set(self.value_derived)
         new.elements = dict(self.elements)
+        new.items = dict(self.items)
         return new
 
     def join(self, other: "Kinds") -> None:
+        # items followed on both sides, or on the side that binds the name alone
+        self.items = {n: self.items.get(n, frozenset()) | other.items.get(n, frozenset())
+                      for n in self.items.keys() | other.items.keys()
+                      if (n in self.items or n not in self.kinds) and (n in other.items or n not in other.kinds)}
         self.elements = {n: e for n, e in self.elements.items() if other.elements.get(n) == e}
         for name, kind in other.kinds.items():
             mine = self.kinds.get(name)

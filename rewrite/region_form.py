@@ -9,8 +9,9 @@ from __future__ import annotations
 import libcst as cst
 
 from .classify import SCALAR, SYNC_BUILTINS, TENSOR, Kinds, analyze, builtin_of, method_of
-from .list_index import as_index, holds_list
+from .list_index import as_index, holds_list, list_items
 from .roll import dynamic_roll
+from .walk import find
 
 __all__ = ["to_region"]
 
@@ -18,22 +19,37 @@ __all__ = ["to_region"]
 class _RegionForm(cst.CSTTransformer):
     """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions; `len(x)` of a
     tensor reads its shape; a tensor's index that may be a list of Python values goes through
-    `dycl_index` (list_index.py)."""
+    `dycl_index` (list_index.py), and `refuse(index, names)` hears of one built from lists `names` that
+    were given Python values and tensors."""
 
-    def __init__(self, kinds: Kinds):
+    def __init__(self, kinds: Kinds, refuse):
         super().__init__()
-        self.kinds = kinds
+        self.kinds, self.refuse = kinds, refuse
 
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
         if analyze(original.value, self.kinds).vtype != TENSOR:
             return updated
         elements = []
         for old, new in zip(original.slice, updated.slice):
-            if isinstance(old.slice, cst.Index) and holds_list(old.slice.value, self.kinds.lists) \
-                    and analyze(old.slice.value, self.kinds).vtype == SCALAR:
+            if isinstance(old.slice, cst.Index) and self._python_list(old.slice.value):
                 new = new.with_changes(slice=new.slice.with_changes(value=as_index(new.slice.value)))
             elements.append(new)
         return updated.with_changes(slice=elements)
+
+    def _python_list(self, index: cst.BaseExpression) -> bool:
+        """Whether `index` may be a list of Python values (refused where it may hold tensors too)."""
+        kinds = self.kinds
+        if not holds_list(index, kinds.lists | kinds.items.keys()):
+            return False
+        if analyze(index, kinds).vtype == SCALAR:
+            return True
+        items = list_items(index, kinds)
+        if items is None:
+            return False
+        mixed = [n.value for n in find(index, cst.Name) if len(kinds.items.get(n.value, ())) > 1]
+        if mixed:
+            self.refuse(index, mixed)
+        return items <= {SCALAR}
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         rolled = dynamic_roll(updated)
@@ -76,6 +92,7 @@ def _primary(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def to_region(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
-    """`node` rewritten for a region: Python-scalar conversions of tensors become tensor ops."""
-    return node.visit(_RegionForm(kinds))
+def to_region(node: cst.CSTNode, kinds: Kinds, refuse) -> cst.CSTNode:
+    """`node` rewritten for a region: Python-scalar conversions of tensors become tensor ops; `refuse(index,
+    names)` hears of each tensor index read from lists given Python values and tensors (`names`)."""
+    return node.visit(_RegionForm(kinds, refuse))

@@ -14,6 +14,8 @@ import pytest
 import torch
 
 from conftest import MODELS, ROOT
+from dycl.modelfile import load_model_file
+from rewrite import ConversionError, rewrite_model
 from rewrite.list_index import dycl_index
 
 
@@ -31,6 +33,42 @@ def test_tensor_indexed_by_lists_selects_what_the_original_does(converted):
         arms.add(bool(rows[0, 1] > rows[1, 1]))
         np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-5)
     assert arms == {True, False}
+
+
+def test_tensor_indexed_by_lists_built_by_appends_selects_what_the_original_does(converted):
+    # `picks` (host-built, in arms), `tops` and `more` (region-built, by `.item()`, `+=`, `extend`, `insert`)
+    import dycl
+
+    result = converted(os.path.join(MODELS, "c_appended_index.py"), check=20)
+    assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4, result.check.failure
+    model, net = result.spec.model, dycl.load(result.out)
+    picked = set()
+    for (x,) in result.spec.sample_inputs(16, seed=7):
+        with torch.no_grad():
+            expected = model(x).numpy()
+            h = model.mix(x)
+        picked.add(tuple(int(h[i, 1] > 0) if gate(h[i]).item() > 0 else i + 1 for i, gate in enumerate(model.gates)))
+        np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-5)
+    assert len(picked) >= 3
+
+
+def test_index_list_given_python_values_and_tensors_is_a_diagnostic(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    spec = load_model_file(os.path.join(MODELS, "bad_mixed_list.py"))
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    assert info.value.format() == """\
+tests/models/bad_mixed_list.py:19:18: error: a tensor indexed by `picks`, a list given Python values and tensors \
+[mixed-list]
+            return x[picks]
+                     ^
+  Explanation: torch reads a list index that holds a tensor as one index per dimension (`x[[t, 1]]` is `x[t, 1]`) \
+and a list of Python numbers as the positions to select; `picks` gets Python values in one place and tensors in \
+another, and in a compiled region every item is a tensor, so which reading the original makes cannot be told
+  Hint: append Python numbers only (`int(t)`, `t.item()`) to select positions, or index with a tuple \
+(`x[tuple(picks)]`) to take one index per dimension
+
+1 error: the model cannot be converted as written."""
 
 
 @pytest.mark.parametrize("items", [[0, 2], [4, -1, 4], [], [True, False, True, False, False, True],
