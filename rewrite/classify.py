@@ -12,7 +12,8 @@ import libcst as cst
 
 from .kinds import ValueKind
 
-__all__ = ["Kinds", "analyze", "list_join", "hoist", "to_host", "method_of", "builtin_of", "SHAPE_ATTRS", "SHAPE_METHODS",
+__all__ = ["Kinds", "analyze", "list_join", "hoist", "to_host", "method_of", "builtin_of", "host_python_list",
+           "SHAPE_ATTRS", "SHAPE_METHODS",
            "SYNC_METHODS", "SYNC_BUILTINS", "TENSOR", "SCALAR", "CONTAINER"]
 
 SHAPE_ATTRS = {"shape", "ndim"}
@@ -23,7 +24,8 @@ _DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "doub
 SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
 SYNC_METHODS = {"item", "tolist"}
 SYNC_BUILTINS = {"int", "float", "bool"}
-_HOST_BUILTINS = {"len", "range", "min", "max", "abs", "round", "int", "float", "bool", "tuple", "list", "str", "sum"}
+_HOST_BUILTINS = {"len", "range", "min", "max", "abs", "round", "int", "float", "bool", "tuple", "list", "str", "sum",
+                  "sorted"}
 _CONTAINER_METHODS = {"append", "extend", "insert", "pop", "keys", "values", "items", "get", "index", "count"}
 
 TENSOR, SCALAR, CONTAINER = ValueKind.TENSOR, ValueKind.SCALAR, ValueKind.CONTAINER
@@ -84,6 +86,12 @@ class Kinds:
             else:
                 self.kinds[name] = CONTAINER if CONTAINER in (mine, kind) else SCALAR
         self.value_derived |= other.value_derived
+
+
+def host_python_list(node: cst.BaseExpression, kinds: Kinds) -> bool:
+    """A list the host builds (`picks = []`, appends in the host) that holds Python values only."""
+    return isinstance(node, cst.Name) and kinds.get(node.value) == CONTAINER \
+        and kinds.items.get(node.value, frozenset({TENSOR})) <= {SCALAR}
 
 
 class Info:
@@ -217,7 +225,8 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
             if name == "len" and len(infos) == 1:  # a list's length is as data-dependent as its appends
                 return Info(SCALAR, True, needs_hoist=not infos[0].host,
                             value=infos[0].vtype == CONTAINER and infos[0].value)
-            if name == "sum" and any(i.vtype != SCALAR for i in infos):  # of a list of tensors: tensor math
+            if name == "sum" and any(i.vtype != SCALAR and not host_python_list(a.value, kinds)
+                                     for i, a in zip(infos, node.args)):  # of a list of tensors: tensor math
                 return Info(TENSOR, False)
             if all(i.vtype != TENSOR for i in infos):
                 return Info(SCALAR, True, needs_hoist=any(i.needs_hoist for i in infos),

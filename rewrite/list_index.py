@@ -34,11 +34,16 @@ import torch
 from .classify import SCALAR, TENSOR, Kinds, analyze, builtin_of, method_of
 from .diagnostics import Diagnostic, locate
 
-__all__ = ["INDEX_HELPER", "IMPORT_LINE", "dycl_index", "holds_list", "list_items", "item_kind", "built_items",
-           "as_index", "mixed_list"]
+__all__ = ["HELPERS", "import_line", "dycl_index", "dycl_tensor", "holds_list", "list_items", "item_kind",
+           "built_items", "python_values", "as_index", "as_tensor", "mixed_list"]
 
-INDEX_HELPER = "dycl_index"
-IMPORT_LINE = f"from rewrite.list_index import {INDEX_HELPER}"
+INDEX_HELPER, TENSOR_HELPER = "dycl_index", "dycl_tensor"
+HELPERS = (INDEX_HELPER, TENSOR_HELPER)  # what generated region code may call
+
+
+def import_line(used) -> str:
+    """The import of the helpers in `used` (a sorted, non-empty selection of HELPERS)."""
+    return f"from rewrite.list_index import {', '.join(used)}"
 
 def dycl_index(value):
     """`value`, a tensor index, with a list of Python ints or bools (whose items a region may hold as
@@ -54,6 +59,26 @@ def dycl_index(value):
     return torch.stack([_item(item) for item in value])
 
 
+def dycl_tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """`torch.tensor(data)` of a list of Python values (nested lists too), whose items a region may hold as
+    0-d tensors: the items stacked, with the dtype torch gives Python values (bool, int64, the default
+    float dtype; promoted as torch promotes them) unless `dtype` says otherwise. (`requires_grad` and
+    `pin_memory` do not change the values.)"""
+    stacked = _stacked(data)
+    if dtype is None:
+        dtype = torch.bool if stacked.dtype == torch.bool else torch.get_default_dtype() \
+            if stacked.is_floating_point() else torch.int64
+    return stacked.to(dtype) if device is None else stacked.to(device=device, dtype=dtype)
+
+
+def _stacked(data):
+    if not isinstance(data, (list, tuple)):
+        return _item(data)
+    if not data:
+        return torch.zeros(0)  # torch.tensor([]): the default float dtype
+    return torch.stack([_stacked(item) for item in data])
+
+
 def _item(item):
     """One item as a 0-d tensor, without a value the trace would freeze (a Python value is a constant)."""
     if isinstance(item, torch.Tensor):
@@ -65,7 +90,7 @@ def _item(item):
 
 def holds_list(node: cst.BaseExpression, lists: set[str]) -> bool:
     """Whether `node` may be a list (`lists`: names that may hold one): `t.tolist()`, `list(...)`, a
-    display with an item other than a literal number, `a + b` or `a * n` of one, a slice or row of
+    display with an item other than a literal number, `a + b` or `a * n` of one, `sorted(...)`, a slice or row of
     one, either arm of a conditional expression."""
     if isinstance(node, cst.Name):
         return node.value in lists
@@ -75,7 +100,7 @@ def holds_list(node: cst.BaseExpression, lists: set[str]) -> bool:
         func = node.func
         if isinstance(func, cst.Attribute):
             return func.attr.value == "tolist" and not node.args
-        return isinstance(func, cst.Name) and func.value == "list"
+        return isinstance(func, cst.Name) and func.value in ("list", "sorted")
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply)):
         return holds_list(node.left, lists) or holds_list(node.right, lists) \
             or isinstance(node.left, cst.List) or isinstance(node.right, cst.List)
@@ -87,7 +112,12 @@ def holds_list(node: cst.BaseExpression, lists: set[str]) -> bool:
 
 
 def item_kind(node: cst.BaseExpression, kinds: Kinds):
-    """SCALAR when `node`, an item put in a list, is a Python value (`int(s)`, `t.item()`, `i + 1`)."""
+    """SCALAR when `node`, an item put in a list, is a Python value (`int(s)`, `t.item()`, `i + 1`, an
+    item of a list of Python values: `picks[0]`)."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        items = list_items(node.value, kinds)
+        if items is not None and items <= {SCALAR}:
+            return SCALAR
     return SCALAR if analyze(node, kinds).vtype == SCALAR else TENSOR
 
 
@@ -160,6 +190,14 @@ def _grown(name: str, added, kinds: Kinds) -> tuple[str, frozenset]:
     return name, kinds.items[name] | (frozenset({TENSOR}) if added is None else frozenset(added))
 
 
+def python_values(node: cst.BaseExpression, kinds: Kinds) -> bool:
+    """Whether `node` may be a list (`holds_list`) and holds Python values only where it is one."""
+    if not holds_list(node, kinds.lists | kinds.items.keys()):
+        return False
+    items = list_items(node, kinds)
+    return analyze(node, kinds).vtype == SCALAR or items is not None and items <= {SCALAR}
+
+
 def _literal(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         node = node.expression
@@ -169,6 +207,11 @@ def _literal(node: cst.BaseExpression) -> bool:
 def as_index(node: cst.BaseExpression) -> cst.Call:
     """`dycl_index(node)`."""
     return cst.Call(cst.Name(INDEX_HELPER), [cst.Arg(node)])
+
+
+def as_tensor(call: cst.Call) -> cst.Call:
+    """`torch.tensor(data, ...)` as `dycl_tensor(data, ...)`."""
+    return call.with_changes(func=cst.Name(TENSOR_HELPER))
 
 
 def mixed_list(origin, index: str, names: list[str]) -> Diagnostic:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .classify import SCALAR, SYNC_BUILTINS, TENSOR, Kinds, analyze, builtin_of, method_of
-from .list_index import as_index, holds_list, list_items
+from .classify import SYNC_BUILTINS, TENSOR, Kinds, analyze, builtin_of, method_of
+from .list_index import as_index, as_tensor, holds_list, list_items, python_values
 from .roll import dynamic_roll
 from .walk import find
 
@@ -39,22 +39,18 @@ class _RegionForm(cst.CSTTransformer):
     def _python_list(self, index: cst.BaseExpression) -> bool:
         """Whether `index` may be a list of Python values (refused where it may hold tensors too)."""
         kinds = self.kinds
-        if not holds_list(index, kinds.lists | kinds.items.keys()):
-            return False
-        if analyze(index, kinds).vtype == SCALAR:
-            return True
-        items = list_items(index, kinds)
-        if items is None:
-            return False
-        mixed = [n.value for n in find(index, cst.Name) if len(kinds.items.get(n.value, ())) > 1]
-        if mixed:
-            self.refuse(index, mixed)
-        return items <= {SCALAR}
+        if holds_list(index, kinds.lists | kinds.items.keys()) and list_items(index, kinds) is not None:
+            mixed = [n.value for n in find(index, cst.Name) if len(kinds.items.get(n.value, ())) > 1]
+            if mixed:
+                self.refuse(index, mixed)
+        return python_values(index, kinds)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         rolled = dynamic_roll(updated)
         if rolled is not None:
             return rolled
+        if _torch_tensor(original) and python_values(original.args[0].value, self.kinds):
+            return as_tensor(updated)  # the items stacked, not frozen into the graph
         base, method = method_of(original)
         if base is not None and method == "item" and not original.args:
             if analyze(base, self.kinds).vtype == TENSOR:
@@ -73,6 +69,14 @@ class _RegionForm(cst.CSTTransformer):
             return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
         return updated
 
+
+
+def _torch_tensor(call: cst.Call) -> bool:
+    """`torch.tensor(data, ...)` / `torch.as_tensor(data, ...)` with `data` positional."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "torch" \
+        and func.attr.value in ("tensor", "as_tensor") and bool(call.args) and call.args[0].keyword is None \
+        and not call.args[0].star and all(a.keyword is not None for a in call.args[1:])
 
 
 def _call(base, method: str, args: list) -> cst.Call:

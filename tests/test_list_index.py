@@ -16,7 +16,7 @@ import torch
 from conftest import MODELS, ROOT
 from dycl.modelfile import load_model_file
 from rewrite import ConversionError, rewrite_model
-from rewrite.list_index import dycl_index
+from rewrite.list_index import dycl_index, dycl_tensor
 
 
 def test_tensor_indexed_by_lists_selects_what_the_original_does(converted):
@@ -50,6 +50,38 @@ def test_tensor_indexed_by_lists_built_by_appends_selects_what_the_original_does
         picked.add(tuple(int(h[i, 1] > 0) if gate(h[i]).item() > 0 else i + 1 for i, gate in enumerate(model.gates)))
         np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-5)
     assert len(picked) >= 3
+
+
+def test_python_functions_of_lists_compare_python_values(converted):
+    # sorted/min/max/sum of `.tolist()`'s list, of a host list grown in arms and of one grown by `.item()`s run
+    # in the host; torch.tensor of them stacks the items in the region
+    import dycl
+
+    result = converted(os.path.join(MODELS, "c_host_list_calls.py"), check=20)
+    assert result.check.passed and result.check.eta == 0 and result.check.delta <= 1e-4, result.check.failure
+    model, net = result.spec.model, dycl.load(result.out)
+    for (x,) in result.spec.sample_inputs(16, seed=7):
+        with torch.no_grad():
+            expected = model(x).numpy()
+        np.testing.assert_allclose(net(x.numpy()), expected, rtol=1e-5, atol=1e-5)
+    host = open(os.path.join(result.out, "host.py")).read()
+    for call in ("sorted(sizes)", "max(picks)", "min(tops)", "sum(picks)", "tops.append("):
+        assert call in host, call
+
+
+@pytest.mark.parametrize("data, dtype", [([0, 2], None), ([1, 2.5], None), ([True, False], None), ([True, 3], None),
+                                         ([], None), ([[1, 2], [3, 4]], None), ([[], []], None), ([1, 2], torch.float64),
+                                         ([0.5, 1.5], torch.int64)])
+def test_dycl_tensor_is_the_tensor_torch_makes_of_python_values(data, dtype):
+    def held(v):  # as a region holds the items: 0-d tensors, a computed float in float64
+        if isinstance(v, list):
+            return [held(item) for item in v]
+        return torch.tensor(v, dtype=torch.float64) if isinstance(v, float) else torch.tensor(v)
+
+    expected = torch.tensor(data, dtype=dtype)
+    for given in (data, held(data)):
+        made = dycl_tensor(given, dtype=dtype)
+        assert made.dtype == expected.dtype and made.shape == expected.shape and torch.equal(made, expected)
 
 
 def test_index_list_given_python_values_and_tensors_is_a_diagnostic(monkeypatch):
