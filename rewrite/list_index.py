@@ -22,6 +22,9 @@ A host list's length is fixed per region (one graph input per item), as everywhe
 length changes between runs is the `[varying-list]` diagnostic, and a package refuses a list of
 another length than it was converted for (runtime/spec.py).
 
+`torch.tensor(sizes)` (or `torch.as_tensor`) of such a list would be a constant of the trace: it
+goes through `dycl_tensor`, which stacks the items with the dtype torch gives Python values.
+
 A list of lists (`.tolist()` of a 2-D tensor) is refused when the region runs: as a whole index,
 torch reads it as a tuple of index lists below 32 rows and as one 2-D index from 32 rows on, and
 warns that the first reading is deprecated.
