@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
+from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt, code
 from .diagnostics import Diagnostic
 from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host
 from .region_form import to_region
@@ -48,6 +48,7 @@ class Builder:
         # (a shape the compiler can see) instead of receiving it as a 0-d tensor.
         self._shape_defs: dict[str, Stmt] = {}
         self.diagnostics: list[Diagnostic] = []  # region code no region can compute as the original does
+        self.written: dict[str, str] = {}  # a name the host binds to a value lifted out of a statement -> its source
 
     # -- tree walk ---------------------------------------------------------
     def build(self, lowered: list, kinds: Kinds) -> list:
@@ -401,6 +402,7 @@ class Builder:
             value = hoist(call, kinds, self._emitter(kinds, pending, origin, "tensor"))
             flush()
             name = self.names.fresh(f"list_L{origin.first}")
+            self.written[name] = code(call)
             out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], value), kinds), origin))
             kinds.set(name, SCALAR, True)
             kinds.lists.add(name)
@@ -410,6 +412,7 @@ class Builder:
             if {n.value for n in find(call, cst.Name)} & self.region_shapes:  # unless it computes one of them
                 flush()
             name = self.names.fresh(f"host_L{origin.first}")
+            self.written[name] = code(call)
             out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], call), kinds), origin))
             kinds.set(name, SCALAR, True)
             if holds_list(call, kinds.lists):  # `list(sizes)`
@@ -421,7 +424,7 @@ class Builder:
     def _region_code(self, node, kinds: Kinds, origin: Origin):
         """`node` as region code (region_form.py); an index it cannot translate is a diagnostic."""
         def refuse(index: cst.BaseExpression, names: list[str]) -> None:
-            found = mixed_list(origin, cst.Module([]).code_for_node(index), names)
+            found = mixed_list(origin, code(index), names)
             if not any((d.kind, repr(d.loc)) == (found.kind, repr(found.loc)) for d in self.diagnostics):
                 self.diagnostics.append(found)  # once, however often the build passes by (unrolled, dry runs)
         return to_region(node, kinds, refuse)

@@ -172,7 +172,7 @@ class Program:
     """The rewritten forward: parameters, host tree, regions, folded decisions."""
 
     __slots__ = ("params", "body", "regions", "decisions", "source", "static_decisions", "globals", "name", "loops",
-                 "defaults")
+                 "defaults", "written")
 
     def __init__(self, name: str, params: list[str], body: list, regions: list[Region], decisions: list[If],
                  source: Origin, static_decisions: int, globals_: dict):
@@ -180,6 +180,7 @@ class Program:
         self.source, self.static_decisions, self.globals = source, static_decisions, globals_
         self.loops: list[Loop] = []
         self.defaults: dict[str, str] = {}  # forward parameters fixed at their defaults -> repr of the value
+        self.written: dict[str, str] = {}  # a generated name -> the source of the expression it holds (`idx.tolist()`)
 
     def __repr__(self) -> str:
         return f"Program({self.params}, {len(self.regions)} regions, {len(self.decisions)} decisions)"

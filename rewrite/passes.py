@@ -156,6 +156,7 @@ def _program(st: RewriteState) -> Program:
                       evaluator.static_decisions + len(st.fixed or {}), evaluator.globals)
     program.loops = [lp for lp in builder.loops if id(lp) in in_tree]
     program.defaults = evaluator.defaults
+    program.written = dict(builder.written)
     return program
 
 

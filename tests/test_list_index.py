@@ -125,13 +125,36 @@ def test_index_list_whose_length_changes_is_a_diagnostic(tmp_path):
                            "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2, proc.stderr
     assert """\
-tests/models/bad_tolist_index_length.py:14:9: error: tensor code that reads `list_L14`, a list whose length \
+tests/models/bad_tolist_index_length.py:14:15: error: tensor code that reads `idx.tolist()`, a list whose length \
 changes between runs [varying-list]
             y = x[idx.tolist()]
-            ^
+                  ^
 """ in proc.stderr
-    assert "Hint: keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`)" in proc.stderr
+    assert "`idx.tolist()` had 2 items on one run and 1 on another" in proc.stderr
+    assert "Hint: keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`" in proc.stderr
     assert not out.exists()
+
+
+def test_appended_index_list_whose_length_changes_is_a_diagnostic(tmp_path, monkeypatch):
+    from dycl.convert import ConvertOptions, convert
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(ConversionError) as info:
+        convert(ConvertOptions(os.path.join("tests", "models", "bad_appended_length.py"), str(tmp_path / "out"),
+                               "onnxruntime", 5))
+    assert info.value.format() == """\
+tests/models/bad_appended_length.py:13:18: error: tensor code that reads `picks`, a list whose length changes between \
+runs [varying-list]
+            return x[picks].sum(0)
+                     ^
+  Explanation: region out_L13 takes the list item by item, one graph input per item, and a compiled graph has a \
+fixed number of inputs; `picks` had 3 items on one run and 2 on another (`.tolist()` of a tensor whose size varies \
+gives such a list, and so do appends under a run-time `if`)
+  Hint: keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`, a mask rather than \
+appended positions), or use the list only in Python (`for`, `len`, `sum`)
+
+1 error: the model cannot be converted as written."""
+    assert not (tmp_path / "out").exists()
 
 
 def test_package_refuses_a_list_of_another_length(converted):
