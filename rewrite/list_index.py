@@ -170,7 +170,8 @@ def built_items(node: cst.BaseSmallStatement, kinds: Kinds) -> tuple[str, frozen
         target = node.targets[0].target
         if isinstance(target, cst.Name):
             return target.value, list_items(node.value, kinds)
-        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and target.value.value in kinds.items:
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+                and target.value.value in kinds.items:
             index = target.slice[0].slice
             added = list_items(node.value, kinds) if isinstance(index, cst.Slice) else {item_kind(node.value, kinds)}
             return _grown(target.value.value, added, kinds)

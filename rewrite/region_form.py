@@ -18,9 +18,9 @@ __all__ = ["to_region"]
 
 class _RegionForm(cst.CSTTransformer):
     """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions; `len(x)` of a
-    tensor reads its shape; a tensor's index that may be a list of Python values goes through
-    `dycl_index` (list_index.py), and `refuse(index, names)` hears of one built from lists `names` that
-    were given Python values and tensors."""
+    tensor reads its shape; a tensor's index that may be a list of Python values, and any list in a
+    tuple index, goes through `dycl_index` (list_index.py); `refuse(index, names)` hears of a whole
+    index built from lists `names` that were given Python values and tensors."""
 
     def __init__(self, kinds: Kinds, refuse):
         super().__init__()
@@ -29,12 +29,21 @@ class _RegionForm(cst.CSTTransformer):
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
         if analyze(original.value, self.kinds).vtype != TENSOR:
             return updated
+        whole = len(original.slice) == 1
         elements = []
         for old, new in zip(original.slice, updated.slice):
-            if isinstance(old.slice, cst.Index) and self._python_list(old.slice.value):
+            if isinstance(old.slice, cst.Index) and (self._in_tuple(old.slice.value) if not whole
+                                                     else self._python_list(old.slice.value)):
                 new = new.with_changes(slice=new.slice.with_changes(value=as_index(new.slice.value)))
             elements.append(new)
         return updated.with_changes(slice=elements)
+
+    def _in_tuple(self, index: cst.BaseExpression) -> bool:
+        """Whether `index`, one of a tuple index (`x[:, picks]`), may be a list: torch makes a tensor of any
+        list there, of tensors too, and tracing would freeze it; `dycl_index` stacks its items instead."""
+        kinds = self.kinds
+        return holds_list(index, kinds.lists | kinds.items.keys()) \
+            and (list_items(index, kinds) is not None or python_values(index, kinds))
 
     def _python_list(self, index: cst.BaseExpression) -> bool:
         """Whether `index` may be a list of Python values (refused where it may hold tensors too)."""

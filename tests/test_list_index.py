@@ -69,9 +69,9 @@ def test_python_functions_of_lists_compare_python_values(converted):
         assert call in host, call
 
 
-@pytest.mark.parametrize("data, dtype", [([0, 2], None), ([1, 2.5], None), ([True, False], None), ([True, 3], None),
-                                         ([], None), ([[1, 2], [3, 4]], None), ([[], []], None), ([1, 2], torch.float64),
-                                         ([0.5, 1.5], torch.int64)])
+@pytest.mark.parametrize("data, dtype", [
+    ([0, 2], None), ([1, 2.5], None), ([True, False], None), ([True, 3], None), ([], None), ([[1, 2], [3, 4]], None),
+    ([[], []], None), ([1, 2], torch.float64), ([0.5, 1.5], torch.int64)])
 def test_dycl_tensor_is_the_tensor_torch_makes_of_python_values(data, dtype):
     def held(v):  # as a region holds the items: 0-d tensors, a computed float in float64
         if isinstance(v, list):

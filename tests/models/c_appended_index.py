@@ -4,7 +4,8 @@
 run-time decisions: the host builds it. `tops` starts as a display of a literal and grows by
 `.item()`s, `more` by `+=`, `extend` and `insert`: the region builds them. torch selects the rows
 such a list names; in a region its items are tensors, which torch would read as one index per
-dimension. Every list has the same length on every input, its values change with the input, and
+dimension. `pair` holds 0-d tensors, and in a tuple index torch makes a tensor of it, which tracing
+would freeze. Every list has the same length on every input, its values change with the input, and
 each decision takes both arms on the samples.
 """
 
@@ -35,7 +36,8 @@ class AppendedIndex(nn.Module):
         more += [int(h[0, 2] > 0)]
         more.extend([1, int(h[1, 2] > 0)])
         more.insert(0, 2)
-        out = h[picks] + h[tops].sum(0) + h[:, more].sum(1, keepdim=True)[:2]
+        pair = [h[0].argmax(), h[1].argmin()]  # 0-d tensors, in a tuple index: a tensor of them
+        out = h[picks] + h[tops].sum(0) + h[:, more].sum(1, keepdim=True)[:2] + h[:2, pair].sum(1, keepdim=True)
         if out[0, 0] > out[1, 0]:
             return out * 2
         return out - 1
