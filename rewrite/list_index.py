@@ -93,12 +93,15 @@ def _item(item):
 
 def holds_list(node: cst.BaseExpression, lists: set[str]) -> bool:
     """Whether `node` may be a list (`lists`: names that may hold one): `t.tolist()`, `list(...)`, a
-    display with an item other than a literal number, `a + b` or `a * n` of one, `sorted(...)`, a slice or row of
+    comprehension, a display with an item other than a literal number, `a + b` or `a * n` of one,
+    `sorted(...)`, a slice or row of
     one, either arm of a conditional expression."""
     if isinstance(node, cst.Name):
         return node.value in lists
     if isinstance(node, cst.List):
         return any(not _literal(el.value) for el in node.elements)
+    if isinstance(node, cst.ListComp):
+        return True
     if isinstance(node, cst.Call):
         func = node.func
         if isinstance(func, cst.Attribute):
@@ -125,9 +128,11 @@ def item_kind(node: cst.BaseExpression, kinds: Kinds):
 
 
 def list_items(node: cst.BaseExpression, kinds: Kinds) -> frozenset | None:
-    """The kinds of the items the list `node` holds (`item_kind`'s), where they are known: a display, a
-    list a display built and appends grew (`Kinds.items`), a list of Python values (`t.tolist()`, a
+    """The kinds of the items the list `node` holds (`item_kind`'s), where they are known: a display or a
+    comprehension, a list one built and appends grew (`Kinds.items`), a list of Python values (`t.tolist()`, a
     name bound to one), their sums, repeats and slices, `list(...)` and `sorted(...)` of one."""
+    if isinstance(node, cst.ListComp):  # `[int(v > 0) for v in t]`
+        return frozenset({item_kind(node.elt, kinds)})
     if isinstance(node, cst.List):
         found: set = set()
         for el in node.elements:

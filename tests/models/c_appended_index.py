@@ -2,9 +2,9 @@
 
 `picks` starts empty and gets `int(...)` of a comparison or the loop's counter in the arms of
 run-time decisions: the host builds it. `tops` starts as a display of a literal and grows by
-`.item()`s, `more` by `+=`, `extend` and `insert`: the region builds them. torch selects the rows
-such a list names; in a region its items are tensors, which torch would read as one index per
-dimension. `pair` holds 0-d tensors, and in a tuple index torch makes a tensor of it, which tracing
+`.item()`s, `more` by `+=`, `extend` and `insert`, `comp` is a comprehension: the region builds
+them. torch selects the rows such a list names; in a region its items are tensors, which torch
+would read as one index per dimension. `pair` holds 0-d tensors, and in a tuple index torch makes a tensor of it, which tracing
 would freeze. Every list has the same length on every input, its values change with the input, and
 each decision takes both arms on the samples.
 """
@@ -36,8 +36,9 @@ class AppendedIndex(nn.Module):
         more += [int(h[0, 2] > 0)]
         more.extend([1, int(h[1, 2] > 0)])
         more.insert(0, 2)
+        comp = [h[i].argmin().item() % 2 for i in range(2)]  # a comprehension of Python values
         pair = [h[0].argmax(), h[1].argmin()]  # 0-d tensors, in a tuple index: a tensor of them
-        out = h[picks] + h[tops].sum(0) + h[:, more].sum(1, keepdim=True)[:2] + h[:2, pair].sum(1, keepdim=True)
+        out = h[picks] + h[tops].sum(0) + h[:, more].sum(1, keepdim=True)[:2] + h[:2, pair].sum(1, keepdim=True) + h[comp]
         if out[0, 0] > out[1, 0]:
             return out * 2
         return out - 1
