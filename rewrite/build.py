@@ -16,7 +16,7 @@ from .kinds import DecisionClass, LoopKind, StmtKind, TestKind
 from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
 from .region_names import region_hint
-from .list_index import built_items, holds_list, mixed_list
+from .list_index import built_items, holds_list
 from .tolist import LiftToList, has_call, has_tolist
 from .walk import find
 from .syntax import MUTATORS, lowered_writes, reads_writes, target_names
@@ -422,9 +422,9 @@ class Builder:
         return node.visit(LiftToList(kinds, whole, lift, lift_host if in_region else None))
 
     def _region_code(self, node, kinds: Kinds, origin: Origin):
-        """`node` as region code (region_form.py); an index it cannot translate is a diagnostic."""
-        def refuse(index: cst.BaseExpression, names: list[str]) -> None:
-            found = mixed_list(origin, code(index), names)
+        """`node` as region code (region_form.py); what it cannot translate is a diagnostic."""
+        def refuse(make, part: cst.CSTNode, detail) -> None:
+            found = make(origin, code(part), detail)
             if not any((d.kind, repr(d.loc)) == (found.kind, repr(found.loc)) for d in self.diagnostics):
                 self.diagnostics.append(found)  # once, however often the build passes by (unrolled, dry runs)
         return to_region(node, kinds, refuse)

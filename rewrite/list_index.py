@@ -38,7 +38,8 @@ from .classify import SCALAR, TENSOR, Kinds, analyze, builtin_of, method_of
 from .diagnostics import Diagnostic, locate
 
 __all__ = ["HELPERS", "import_line", "dycl_index", "dycl_tensor", "holds_list", "list_items", "item_kind",
-           "built_items", "python_values", "as_index", "as_tensor", "mixed_list"]
+           "built_items", "python_values", "as_index", "as_tensor", "mixed_list",
+           "tensor_of_tensors"]
 
 INDEX_HELPER, TENSOR_HELPER = "dycl_index", "dycl_tensor"
 HELPERS = (INDEX_HELPER, TENSOR_HELPER)  # what generated region code may call
@@ -234,3 +235,14 @@ def mixed_list(origin, index: str, names: list[str]) -> Diagnostic:
                       "every item is a tensor, so which reading the original makes cannot be told",
                       "append Python numbers only (`int(t)`, `t.item()`) to select positions, or index with a tuple "
                       f"(`x[tuple({name})]`) to take one index per dimension")
+
+
+def tensor_of_tensors(origin, call: str, data: str) -> Diagnostic:
+    """Region code calls `call`, `torch.tensor` of `data`, a list that holds tensors."""
+    return Diagnostic("tensor-of-tensors", locate(origin.file, origin.first, origin.last, origin.col, call),
+                      f"`{call}` of a list that holds tensors",
+                      "tracing records the tensor `torch.tensor` makes as a constant of the graph, which would keep "
+                      "the values of the example inputs; a list of Python values is stacked instead, but of tensors "
+                      "`torch.tensor` keeps their dtypes by rules a stack does not follow",
+                      f"stack the tensors (`torch.stack({data})` of 0-d tensors), or put Python numbers in the list "
+                      "(`int(t)`, `t.item()`)")

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .cfg import code
 from .classify import SYNC_BUILTINS, TENSOR, Kinds, analyze, builtin_of, method_of
-from .list_index import as_index, as_tensor, holds_list, list_items, python_values
+from .list_index import as_index, as_tensor, holds_list, list_items, mixed_list, python_values, tensor_of_tensors
 from .roll import dynamic_roll
 from .walk import find
 
@@ -19,8 +20,10 @@ __all__ = ["to_region"]
 class _RegionForm(cst.CSTTransformer):
     """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions; `len(x)` of a
     tensor reads its shape; a tensor's index that may be a list of Python values, and any list in a
-    tuple index, goes through `dycl_index` (list_index.py); `refuse(index, names)` hears of a whole
-    index built from lists `names` that were given Python values and tensors."""
+    tuple index, goes through `dycl_index` (list_index.py), `torch.tensor` of a list of Python values
+    through `dycl_tensor`; `refuse(make, node, detail)` hears of code no region computes as the original
+    does (a whole index read from lists given Python values and tensors, `torch.tensor` of tensors),
+    `make(origin, code(node), detail)` being its diagnostic."""
 
     def __init__(self, kinds: Kinds, refuse):
         super().__init__()
@@ -51,15 +54,20 @@ class _RegionForm(cst.CSTTransformer):
         if holds_list(index, kinds.lists | kinds.items.keys()) and list_items(index, kinds) is not None:
             mixed = [n.value for n in find(index, cst.Name) if len(kinds.items.get(n.value, ())) > 1]
             if mixed:
-                self.refuse(index, mixed)
+                self.refuse(mixed_list, index, mixed)
         return python_values(index, kinds)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         rolled = dynamic_roll(updated)
         if rolled is not None:
             return rolled
-        if _torch_tensor(original) and python_values(original.args[0].value, self.kinds):
-            return as_tensor(updated)  # the items stacked, not frozen into the graph
+        if _torch_tensor(original):
+            data = original.args[0].value
+            if python_values(data, self.kinds):
+                return as_tensor(updated)  # the items stacked, not frozen into the graph
+            if holds_list(data, self.kinds.lists | self.kinds.items.keys()) \
+                    and TENSOR in (list_items(data, self.kinds) or ()):
+                self.refuse(tensor_of_tensors, original, code(data))
         base, method = method_of(original)
         if base is not None and method == "item" and not original.args:
             if analyze(base, self.kinds).vtype == TENSOR:
@@ -106,6 +114,6 @@ def _primary(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def to_region(node: cst.CSTNode, kinds: Kinds, refuse) -> cst.CSTNode:
-    """`node` rewritten for a region: Python-scalar conversions of tensors become tensor ops; `refuse(index,
-    names)` hears of each tensor index read from lists given Python values and tensors (`names`)."""
+    """`node` rewritten for a region: Python-scalar conversions of tensors become tensor ops; `refuse(make,
+    node, detail)` hears of code no region computes as the original does (see _RegionForm)."""
     return node.visit(_RegionForm(kinds, refuse))

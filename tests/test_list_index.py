@@ -169,3 +169,22 @@ def test_package_refuses_a_list_of_another_length(converted):
         with pytest.raises(RegionError, match=rf"input 'list_L14' is a list of {n} items where the compiled graph "
                                               r"takes 2: .*`x\[idx\]` rather than `x\[idx.tolist\(\)\]`"):
             net(x.numpy())
+
+
+def test_torch_tensor_of_a_list_of_tensors_is_a_diagnostic(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    spec = load_model_file(os.path.join(MODELS, "bad_tensor_of_tensors.py"))
+    with pytest.raises(ConversionError) as info:
+        rewrite_model(spec.model, spec.inputs)
+    assert info.value.format() == """\
+tests/models/bad_tensor_of_tensors.py:15:24: error: `torch.tensor(best)` of a list that holds tensors \
+[tensor-of-tensors]
+            return x[:2] * torch.tensor(best)[:, None]
+                           ^
+  Explanation: tracing records the tensor `torch.tensor` makes as a constant of the graph, which would keep the \
+values of the example inputs; a list of Python values is stacked instead, but of tensors `torch.tensor` keeps their \
+dtypes by rules a stack does not follow
+  Hint: stack the tensors (`torch.stack(best)` of 0-d tensors), or put Python numbers in the list (`int(t)`, \
+`t.item()`)
+
+1 error: the model cannot be converted as written."""
