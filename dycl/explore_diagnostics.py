@@ -7,7 +7,7 @@ size of a dynamic symbol only (`one-size-code`), each pointing at the user's sou
 from __future__ import annotations
 
 from rewrite import Diagnostic
-from rewrite.diagnostics import Location
+from rewrite.diagnostics import Location, locate
 from rewrite.syntax import reads_writes
 
 from .explore import ListLengthChanged, PythonValueOut
@@ -31,18 +31,21 @@ def python_value_out(program, exc: PythonValueOut) -> Diagnostic:
 
 
 def list_length_changed(program, exc: ListLengthChanged) -> Diagnostic:
-    """Point at the first statement of the region that reads the list whose length changed."""
+    """Point at the list whose length changed, as the user wrote it (`idx.tolist()` rather than the name
+    the host binds it to), in the first statement of the region that reads it."""
     region = next(r for r in program.regions if r.name == exc.region)
     name = region.inputs[exc.index]
     reads = [s for s in region.stmts if name in reads_writes(s.node)[0]]
     origin = (reads[0] if reads else region.stmts[0]).origin
-    return Diagnostic("varying-list", Location(origin.file, origin.first, origin.col),
-                      f"tensor code that reads `{name}`, a list whose length changes between runs",
+    written = program.written.get(name, name)
+    return Diagnostic("varying-list", locate(origin.file, origin.first, origin.last, origin.col, written),
+                      f"tensor code that reads `{written}`, a list whose length changes between runs",
                       f"region {region.name} takes the list item by item, one graph input per item, and a compiled "
-                      f"graph has a fixed number of inputs; `{name}` had {exc.lengths[0]} items on one run and "
-                      f"{exc.lengths[1]} on another (`.tolist()` of a tensor whose size varies gives such a list)",
-                      "keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`), "
-                      "or use the list only in Python (`for`, `len`, `sum`)")
+                      f"graph has a fixed number of inputs; `{written}` had {exc.lengths[0]} items on one run and "
+                      f"{exc.lengths[1]} on another (`.tolist()` of a tensor whose size varies gives such a list, and so do "
+                      "appends under a run-time `if`)",
+                      "keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`, a mask "
+                      "rather than appended positions), or use the list only in Python (`for`, `len`, `sum`)")
 
 
 def length_check_failed(program, exc: BaseException) -> Diagnostic | None:

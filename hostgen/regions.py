@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from rewrite.cfg import Program, Region
-from rewrite.list_index import IMPORT_LINE, INDEX_HELPER
+from rewrite.list_index import HELPERS, import_line
 from rewrite.walk import find
 
 from .comments import comment_lines, origin_comment
@@ -42,7 +42,8 @@ def regions_source(program: Program) -> str:
            f'Each returns a tuple of its outputs.\n"""')
     body = [cst.SimpleStatementLine([cst.Expr(cst.SimpleString(doc))])]
     functions = [region_function(r) for r in program.regions]
-    if any(n.value == INDEX_HELPER for f in functions for n in find(f, cst.Name)):
-        body.append(cst.parse_statement(IMPORT_LINE))
+    used = sorted({n.value for f in functions for n in find(f, cst.Name)} & set(HELPERS))
+    if used:
+        body.append(cst.parse_statement(import_line(used)))
     body.extend(functions)
     return cst.Module(body).code

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt
-from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host, to_region
+from .cfg import HostStmt, If, IfNode, Loop, LoopNode, Origin, Region, RegionCall, Stmt, code
+from .diagnostics import Diagnostic
+from .classify import CONTAINER, SCALAR, TENSOR, Kinds, analyze, hoist, list_join, to_host
+from .region_form import to_region
 from .kinds import DecisionClass, LoopKind, StmtKind, TestKind
 from .host_lists import HostLists, host_lists, skip_decision_ids
 from .names import Namespace
 from .region_names import region_hint
-from .list_index import holds_list
+from .list_index import built_items, holds_list
 from .tolist import LiftToList, has_call, has_tolist
 from .walk import find
 from .syntax import MUTATORS, lowered_writes, reads_writes, target_names
@@ -45,6 +47,8 @@ class Builder:
         # `batch = x.shape[0]` in the host: a region that uses `batch` recomputes it from `x`
         # (a shape the compiler can see) instead of receiving it as a 0-d tensor.
         self._shape_defs: dict[str, Stmt] = {}
+        self.diagnostics: list[Diagnostic] = []  # region code no region can compute as the original does
+        self.written: dict[str, str] = {}  # a name the host binds to a value lifted out of a statement -> its source
 
     # -- tree walk ---------------------------------------------------------
     def build(self, lowered: list, kinds: Kinds) -> list:
@@ -78,7 +82,8 @@ class Builder:
     def _emitter(self, kinds: Kinds, pending: list, origin: Origin, hint: str):
         def emit(expr: cst.BaseExpression) -> cst.Name:
             name = self.names.fresh(f"{hint}_L{origin.first}")
-            pending.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(name))], to_region(expr, kinds)), origin))
+            pending.append(Stmt(cst.Assign([cst.AssignTarget(cst.Name(name))], self._region_code(expr, kinds, origin)),
+                                origin))
             kinds.set(name, TENSOR)
             return cst.Name(name)
         return emit
@@ -132,7 +137,7 @@ class Builder:
                             if after_body.get(n) is d and self._shape_defs.get(n) is d}
         body_kinds.join(else_kinds)
         kinds.kinds, kinds.value_derived = body_kinds.kinds, body_kinds.value_derived
-        kinds.elements = body_kinds.elements
+        kinds.elements, kinds.items = body_kinds.elements, body_kinds.items
         dclass = DecisionClass.EXECUTION if node.kind == TestKind.GUARD else DecisionClass.VALUE if value \
             else DecisionClass.SHAPE
         result = If(test, body, orelse, node.origin, decision, dclass)
@@ -181,9 +186,9 @@ class Builder:
                 dry.set(node.target.value, SCALAR)
             self._loop_once(node, dry, [], [], lambda: None)
             self._restore(snap)
-            before = dict(kinds.kinds)
+            before = dict(kinds.kinds), dict(kinds.items)
             kinds.join(dry)
-            if kinds.kinds == before:
+            if (kinds.kinds, kinds.items) == before:
                 break
         self._loop_once(node, kinds, pending, out, flush)
 
@@ -224,6 +229,12 @@ class Builder:
         out.append(loop)
 
     def _stmt(self, stmt: Stmt, kinds: Kinds, pending: list, out: list, flush) -> None:
+        built = built_items(stmt.node, kinds)  # a list it binds or grows, read before the statement runs
+        self._stmt_node(stmt, kinds, pending, out, flush)
+        if built is not None and built[1] is not None:
+            kinds.items[built[0]] = built[1]
+
+    def _stmt_node(self, stmt: Stmt, kinds: Kinds, pending: list, out: list, flush) -> None:
         node = stmt.node
         if isinstance(node, (cst.Break, cst.Continue)):
             if isinstance(node, cst.Continue) and self._reevaluate:
@@ -243,7 +254,7 @@ class Builder:
 
         def region():
             self._rematerialize(node, pending, kinds)
-            pending.append(Stmt(substitute(to_region(node, kinds), self._known), stmt.origin))
+            pending.append(Stmt(substitute(self._region_code(node, kinds, stmt.origin), self._known), stmt.origin))
             self._forget(node)
 
         if isinstance(node, cst.Raise):  # a builtin exception (partial_eval checked): its arguments in the host
@@ -391,6 +402,7 @@ class Builder:
             value = hoist(call, kinds, self._emitter(kinds, pending, origin, "tensor"))
             flush()
             name = self.names.fresh(f"list_L{origin.first}")
+            self.written[name] = code(call)
             out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], value), kinds), origin))
             kinds.set(name, SCALAR, True)
             kinds.lists.add(name)
@@ -400,6 +412,7 @@ class Builder:
             if {n.value for n in find(call, cst.Name)} & self.region_shapes:  # unless it computes one of them
                 flush()
             name = self.names.fresh(f"host_L{origin.first}")
+            self.written[name] = code(call)
             out.append(HostStmt(to_host(cst.Assign([cst.AssignTarget(cst.Name(name))], call), kinds), origin))
             kinds.set(name, SCALAR, True)
             if holds_list(call, kinds.lists):  # `list(sizes)`
@@ -407,6 +420,14 @@ class Builder:
             return cst.Name(name)
 
         return node.visit(LiftToList(kinds, whole, lift, lift_host if in_region else None))
+
+    def _region_code(self, node, kinds: Kinds, origin: Origin):
+        """`node` as region code (region_form.py); what it cannot translate is a diagnostic."""
+        def refuse(make, part: cst.CSTNode, detail) -> None:
+            found = make(origin, code(part), detail)
+            if not any((d.kind, repr(d.loc)) == (found.kind, repr(found.loc)) for d in self.diagnostics):
+                self.diagnostics.append(found)  # once, however often the build passes by (unrolled, dry runs)
+        return to_region(node, kinds, refuse)
 
     def _forget(self, node) -> None:
         """Names assigned again: no longer known to equal a tested value, nor to hold the shape
@@ -429,7 +450,8 @@ class Builder:
             definition = self._shape_defs[name]
             self._rematerialize(definition.node, pending, kinds)
             if name not in {n for s in pending for n in reads_writes(s.node)[1]}:
-                pending.insert(0, Stmt(to_region(definition.node, kinds), definition.origin, kind=StmtKind.REMAT))
+                pending.insert(0, Stmt(self._region_code(definition.node, kinds, definition.origin), definition.origin,
+                                       kind=StmtKind.REMAT))
 
     @staticmethod
     def _is_tensor_target(target, kinds: Kinds) -> bool:

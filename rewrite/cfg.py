@@ -172,7 +172,7 @@ class Program:
     """The rewritten forward: parameters, host tree, regions, folded decisions."""
 
     __slots__ = ("params", "body", "regions", "decisions", "source", "static_decisions", "globals", "name", "loops",
-                 "defaults", "length_checks")
+                 "defaults", "length_checks", "written")
 
     def __init__(self, name: str, params: list[str], body: list, regions: list[Region], decisions: list[If],
                  source: Origin, static_decisions: int, globals_: dict):
@@ -183,6 +183,7 @@ class Program:
         # the message of each ValueError a host length check raises -> what to report when a sample
         # input raises it (rewrite/zips.py)
         self.length_checks: dict = {}
+        self.written: dict[str, str] = {}  # a generated name -> the source of the expression it holds (`idx.tolist()`)
 
     def __repr__(self) -> str:
         return f"Program({self.params}, {len(self.regions)} regions, {len(self.decisions)} decisions)"

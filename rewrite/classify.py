@@ -4,17 +4,17 @@ The host holds arrays, Python scalars and containers. It may read shapes,
 call `item()`/`int()`/`float()`/`bool()` on arrays, do scalar arithmetic,
 compare, and build or index tuples, lists and dicts. Any other tensor math is
 region code; `hoist` moves it out of a host expression into region
-temporaries.
+temporaries. What region code becomes inside a region is region_form.py's.
 """
 from __future__ import annotations
 
 import libcst as cst
 
 from .kinds import ValueKind
-from .list_index import as_index, holds_list
-from .roll import dynamic_roll
 
-__all__ = ["Kinds", "analyze", "list_join", "hoist", "to_region", "to_host", "SHAPE_ATTRS", "SHAPE_METHODS", "SYNC_METHODS", "SYNC_BUILTINS"]
+__all__ = ["Kinds", "analyze", "list_join", "hoist", "to_host", "method_of", "builtin_of", "host_python_list",
+           "SHAPE_ATTRS", "SHAPE_METHODS",
+           "SYNC_METHODS", "SYNC_BUILTINS", "TENSOR", "SCALAR", "CONTAINER"]
 
 SHAPE_ATTRS = {"shape", "ndim"}
 # torch dtypes the host spells as numpy's: `x.dtype != torch.float32` is decided like a shape.
@@ -24,7 +24,8 @@ _DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "doub
 SHAPE_METHODS = {"size", "dim", "numel", "ndimension", "nelement"}
 SYNC_METHODS = {"item", "tolist"}
 SYNC_BUILTINS = {"int", "float", "bool"}
-_HOST_BUILTINS = {"len", "range", "min", "max", "abs", "round", "int", "float", "bool", "tuple", "list", "str", "sum"}
+_HOST_BUILTINS = {"len", "range", "min", "max", "abs", "round", "int", "float", "bool", "tuple", "list", "str", "sum",
+                  "sorted"}
 _CONTAINER_METHODS = {"append", "extend", "insert", "pop", "keys", "values", "items", "get", "index", "count"}
 
 TENSOR, SCALAR, CONTAINER = ValueKind.TENSOR, ValueKind.SCALAR, ValueKind.CONTAINER
@@ -43,6 +44,9 @@ class Kinds:
         # a tuple the host built from a display (`out = order, sizes`): (kind, value_derived) per element,
         # for the names that unpack it (`order, sizes = out`)
         self.elements: dict[str, tuple] = {}
+        # a list a display built (`picks = []`): the kinds of the items it was built with and grown by
+        # (`picks.append(int(s))`) on the paths here, SCALAR for Python values (list_index.list_items)
+        self.items: dict[str, frozenset] = {}
 
     def get(self, name: str) -> ValueKind | None:
         return self.kinds.get(name)
@@ -58,14 +62,20 @@ class Kinds:
             self.elements.pop(name, None)
         else:
             self.elements[name] = elements
+        self.items.pop(name, None)
 
     def copy(self) -> "Kinds":
         new = Kinds(self.kinds, self.seen, self.lists)
         new.value_derived = set(self.value_derived)
         new.elements = dict(self.elements)
+        new.items = dict(self.items)
         return new
 
     def join(self, other: "Kinds") -> None:
+        # items followed on both sides, or on the side that binds the name alone
+        self.items = {n: self.items.get(n, frozenset()) | other.items.get(n, frozenset())
+                      for n in self.items.keys() | other.items.keys()
+                      if (n in self.items or n not in self.kinds) and (n in other.items or n not in other.kinds)}
         self.elements = {n: e for n, e in self.elements.items() if other.elements.get(n) == e}
         for name, kind in other.kinds.items():
             mine = self.kinds.get(name)
@@ -76,6 +86,12 @@ class Kinds:
             else:
                 self.kinds[name] = CONTAINER if CONTAINER in (mine, kind) else SCALAR
         self.value_derived |= other.value_derived
+
+
+def host_python_list(node: cst.BaseExpression, kinds: Kinds) -> bool:
+    """A list the host builds (`picks = []`, appends in the host) that holds Python values only."""
+    return isinstance(node, cst.Name) and kinds.get(node.value) == CONTAINER \
+        and kinds.items.get(node.value, frozenset({TENSOR})) <= {SCALAR}
 
 
 class Info:
@@ -125,7 +141,8 @@ def list_join(node: cst.Call, kinds: "Kinds") -> bool:
     return True
 
 
-def _method(node: cst.Call):
+def method_of(node: cst.Call):
+    """(receiver, method name) of a method call `a.m(...)`; (None, None) for any other call."""
     if isinstance(node.func, cst.Attribute):
         return node.func.value, node.func.attr.value
     return None, None
@@ -143,7 +160,8 @@ def _container_types(node: cst.Call, kinds: Kinds) -> bool:
     return all(isinstance(n, cst.Name) and n.value in _CONTAINER_TYPES and kinds.get(n.value) is None for n in names)
 
 
-def _builtin(node: cst.Call, kinds: Kinds):
+def builtin_of(node: cst.Call, kinds: Kinds):
+    """The name of the function a call of a bare name calls, unless the name is a variable here."""
     if isinstance(node.func, cst.Name) and kinds.get(node.func.value) is None:
         return node.func.value
     return None
@@ -171,7 +189,7 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
     if isinstance(node, cst.Call):
         if list_join(node, kinds):
             return Info(TENSOR, True, value=True)
-        base, method = _method(node)
+        base, method = method_of(node)
         if base is not None:
             binfo = analyze(base, kinds)
             if method in SYNC_METHODS and not node.args and _constant_index(base, kinds):
@@ -192,7 +210,7 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
                 return Info(TENSOR if method in ("pop", "get") else SCALAR, True,
                             needs_hoist=not _args_host(node, kinds), value=binfo.value)
             return Info(TENSOR, False)
-        name = _builtin(node, kinds)
+        name = builtin_of(node, kinds)
         if name == "isinstance" and _container_types(node, kinds):
             # the host holds a tensor as an array, which is no list, tuple or dict either: a type test
             # decided like a shape (exploration folds it when it never changes)
@@ -207,7 +225,8 @@ def analyze(node: cst.BaseExpression, kinds: Kinds) -> Info:
             if name == "len" and len(infos) == 1:  # a list's length is as data-dependent as its appends
                 return Info(SCALAR, True, needs_hoist=not infos[0].host,
                             value=infos[0].vtype == CONTAINER and infos[0].value)
-            if name == "sum" and any(i.vtype != SCALAR for i in infos):  # of a list of tensors: tensor math
+            if name == "sum" and any(i.vtype != SCALAR and not host_python_list(a.value, kinds)
+                                     for i, a in zip(infos, node.args)):  # of a list of tensors: tensor math
                 return Info(TENSOR, False)
             if all(i.vtype != TENSOR for i in infos):
                 return Info(SCALAR, True, needs_hoist=any(i.needs_hoist for i in infos),
@@ -309,7 +328,7 @@ def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
     if isinstance(node, cst.Attribute):
         return node.with_changes(value=sub(node.value))
     if isinstance(node, cst.Call):
-        base, _ = _method(node)
+        base, _ = method_of(node)
         if base is not None:
             node = node.with_changes(func=node.func.with_changes(value=sub(base)))
         return node.with_changes(args=[a.with_changes(value=sub(a.value)) for a in node.args])
@@ -341,49 +360,6 @@ def hoist(node: cst.BaseExpression, kinds: Kinds, emit) -> cst.BaseExpression:
     return emit(node)
 
 
-class _RegionForm(cst.CSTTransformer):
-    """Tensor-valued `item()`/`int()`/`float()`/`bool()` stay tensors inside regions; `len(x)` of a
-    tensor reads its shape; a tensor's index that may be a list of Python values goes through
-    `dycl_index` (list_index.py)."""
-
-    def __init__(self, kinds: Kinds):
-        super().__init__()
-        self.kinds = kinds
-
-    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
-        if analyze(original.value, self.kinds).vtype != TENSOR:
-            return updated
-        elements = []
-        for old, new in zip(original.slice, updated.slice):
-            if isinstance(old.slice, cst.Index) and holds_list(old.slice.value, self.kinds.lists) \
-                    and analyze(old.slice.value, self.kinds).vtype == SCALAR:
-                new = new.with_changes(slice=new.slice.with_changes(value=as_index(new.slice.value)))
-            elements.append(new)
-        return updated.with_changes(slice=elements)
-
-    def leave_Call(self, original: cst.Call, updated: cst.Call):
-        rolled = dynamic_roll(updated)
-        if rolled is not None:
-            return rolled
-        base, method = _method(original)
-        if base is not None and method == "item" and not original.args:
-            if analyze(base, self.kinds).vtype == TENSOR:
-                return _call(updated.func.value, "reshape", [cst.Arg(cst.Tuple([]))])
-        name = _builtin(original, self.kinds)
-        if name in SYNC_BUILTINS and len(original.args) == 1 and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
-            arg = updated.args[0].value
-            if name == "bool":
-                return _call(arg, "bool", [])
-            dtype = "int64" if name == "int" else "float64"
-            return _call(arg, "to", [cst.Arg(cst.Attribute(cst.Name("torch"), cst.Name(dtype)))])
-        if name == "len" and len(original.args) == 1 and not original.args[0].star \
-                and analyze(original.args[0].value, self.kinds).vtype == TENSOR:
-            # `len(x)` of a tensor is its first dim: as `x.shape[0]` tracing keeps it a shape, not a constant
-            shape = cst.Attribute(updated.args[0].value, cst.Name("shape"))
-            return cst.Subscript(shape, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
-        return updated
-
-
 def _torch_dtype(node) -> bool:
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "torch" \
         and node.attr.value in _DTYPES
@@ -408,7 +384,7 @@ class _HostForm(cst.CSTTransformer):
                                     whitespace_after=cst.SimpleWhitespace(""))
             args = [updated.args[0]] + [a.with_changes(keyword=cst.Name("axis"), equal=tight) for a in updated.args[1:]]
             return cst.Call(cst.Attribute(cst.Name("np"), cst.Name(_JOINS[original.func.attr.value])), args)
-        base, method = _method(original)
+        base, method = method_of(original)
         if base is None or method not in SHAPE_METHODS or analyze(base, self.kinds).vtype != TENSOR:
             return updated
         obj = updated.func.value
@@ -425,12 +401,3 @@ class _HostForm(cst.CSTTransformer):
 def to_host(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
     """`node` in the host's numpy spelling."""
     return node.visit(_HostForm(kinds))
-
-
-def _call(base, method: str, args: list) -> cst.Call:
-    return cst.Call(cst.Attribute(base, cst.Name(method)), args)
-
-
-def to_region(node: cst.CSTNode, kinds: Kinds) -> cst.CSTNode:
-    """`node` rewritten for a region: Python-scalar conversions of tensors become tensor ops."""
-    return node.visit(_RegionForm(kinds))

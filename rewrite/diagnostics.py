@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 
-__all__ = ["Diagnostic", "ConversionError", "Location", "Abandoned"]
+__all__ = ["Diagnostic", "ConversionError", "Location", "Abandoned", "locate"]
 
 
 class Abandoned(BaseException):
@@ -21,6 +22,18 @@ class Location:
 
     def __repr__(self) -> str:
         return f"{_display_path(self.file)}:{self.line}:{self.col + 1}"
+
+
+def locate(file: str, first: int, last: int, col: int, text: str) -> Location:
+    """Where `text` is first written in lines `first`..`last` of `file` (from column `col` on the first),
+    as a whole word; where it is not found (renamed, spelled otherwise), the start of the statement."""
+    word_end = r"(?!\w)" if re.match(r"\w", text[-1:]) else ""
+    pattern = re.compile(r"(?<![\w.])" + re.escape(text) + word_end)
+    for line in range(first, last + 1):
+        found = pattern.search(linecache.getline(file, line), col if line == first else 0)
+        if found:
+            return Location(file, line, found.start())
+    return Location(file, first, col)
 
 
 def _display_path(path: str) -> str:

@@ -11,6 +11,9 @@ takes and returns lists whole), unless the host needs it as a list of its own:
   shapes, and the test stays a shape test. This is liveness, so a helper inlined several times
   with the same local names keeps its lists in the host only where a test reads them;
 - its length is read (`len(picks)`): the host counts;
+- it is ordered (`sorted(picks)`, `min(picks)`, `max(picks)`): in a region its items are tensors,
+  which Python would compare by converting them to bools, and tracing freezes those; the host
+  compares the Python values (or arrays) it holds;
 - it is written inside a host loop, or inside an arm of a run-time decision and read after the
   `if` (`if g: feats.append(h)`, later `torch.cat(feats)`): its length there depends on how
   execution went, and one region cannot take lists of several lengths at one place. Where one arm
@@ -103,7 +106,7 @@ def _host_live(nodes: list, live_out: set[str], stmts: set[int]) -> set[str]:
                 live = (live - rebound) | _list_reads(node.node.value)
             else:
                 live -= rebound
-            live |= _len_reads(node.node)
+            live |= _len_reads(node.node) | _ordered_reads(node.node)
         elif isinstance(node, IfNode):
             live = _host_live(node.body, live, stmts) | _host_live(node.orelse, live, stmts) | _list_reads(node.test)
         elif isinstance(node, LoopNode):
@@ -157,7 +160,7 @@ def _list_reads(node) -> set[str]:
     if isinstance(node, cst.Attribute):  # `x[0].shape`, not `x.shape`
         return _list_reads(node.value) if isinstance(node.value, cst.Subscript) else set()
     if isinstance(node, cst.Call):
-        if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "len") and node.args:
+        if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "len") + _ORDERS and node.args:
             return _list_reads(node.args[0].value)
         return _list_reads(node.func) if isinstance(node.func, cst.Attribute) else set()
     if isinstance(node, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.BinaryOperation)):
@@ -190,6 +193,16 @@ def _mentioned(nodes: list) -> set[str]:
 def _len_reads(node) -> set[str]:
     return {c.args[0].value.value for c in find(node, cst.Call)
             if isinstance(c.func, cst.Name) and c.func.value == "len" and len(c.args) == 1
+            and isinstance(c.args[0].value, cst.Name)}
+
+
+_ORDERS = ("sorted", "min", "max")
+
+
+def _ordered_reads(node) -> set[str]:
+    """Names a statement orders as lists: `sorted(picks)`, `min(picks)`, `max(picks)`."""
+    return {c.args[0].value.value for c in find(node, cst.Call)
+            if isinstance(c.func, cst.Name) and c.func.value in _ORDERS and len(c.args) == 1
             and isinstance(c.args[0].value, cst.Name)}
 
 

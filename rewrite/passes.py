@@ -100,6 +100,8 @@ def _build(st: RewriteState) -> None:
     kinds.value_derived.update(p for p in st.params if kinds.get(p) != TENSOR)
     st.builder = Builder(kinds, st.names, st.fixed, st.host_shapes)
     st.body = st.builder.build(st.lowered, kinds)
+    if st.builder.diagnostics:
+        raise ConversionError(st.builder.diagnostics)
 
 
 def _tail_merge(st: RewriteState) -> None:
@@ -155,6 +157,7 @@ def _program(st: RewriteState) -> Program:
     program.loops = [lp for lp in builder.loops if id(lp) in in_tree]
     program.defaults = evaluator.defaults
     program.length_checks = evaluator.length_checks
+    program.written = dict(builder.written)
     return program
 
 

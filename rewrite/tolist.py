@@ -8,9 +8,11 @@ traced, and tracing freezes the list into the graph. So each such call is lifted
 by the region so far, the host makes the list, and the rest of the statement reads it by name.
 
 The same goes for Python arithmetic on host values written inside tensor code (`y * max(sizes)`,
-`sizes.count(0)`): in a region the items are 0-d tensors, and `max` or `count` would compare them in
-Python, which tracing freezes. A call that reads host scalars only, and computes a value-derived
-Python value from them, is made by the host before the region runs, and the region reads its result.
+`sizes.count(0)`, `x[sorted(sizes)]`): in a region the items are 0-d tensors, and `max`, `sorted` or
+`count` would compare them in Python, which tracing freezes. A call that reads host scalars only, and
+computes a value-derived Python value from them, is made by the host before the region runs, and the
+region reads its result; so is one that reads a list of Python values the host built by appends
+(`picks.append(int(s))`, Kinds.items).
 
 A tensor indexed by such a list (`x[idx.tolist()]`) indexes with the tensor torch makes of it (list_index.py).
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .classify import SCALAR, TENSOR, Kinds, analyze
+from .classify import SCALAR, TENSOR, Kinds, analyze, host_python_list
 from .walk import find
 
 __all__ = ["LiftToList", "has_call", "has_tolist"]
@@ -45,13 +47,16 @@ def has_call(node: cst.CSTNode) -> bool:
 
 
 def _host_call(call: cst.Call, kinds: Kinds) -> bool:
-    """A call computing a value-derived Python value from host scalars alone (`max(sizes)`)."""
+    """A call computing a Python value from host scalars alone, value-derived ones (`max(sizes)`) or
+    lists of Python values the host built (`sorted(picks)` of `picks.append(int(s))`)."""
     info = analyze(call, kinds)
-    if info.vtype != SCALAR or not info.host or info.needs_hoist or not info.value:
+    if info.vtype != SCALAR or not info.host or info.needs_hoist:
         return False
     reads = _Reads()
     call.visit(reads)
-    return bool(reads.found) and all(kinds.get(n) == SCALAR for n in reads.found)
+    lists = [n for n in reads.found if host_python_list(cst.Name(n), kinds)]
+    return bool(reads.found) and (info.value or bool(lists)) \
+        and all(kinds.get(n) == SCALAR or n in lists for n in reads.found)
 
 
 class _Reads(cst.CSTVisitor):

@@ -1,5 +1,6 @@
 """rewrite/syntax.py: the names statements bind, read and write, shared by the passes."""
 import libcst as cst
+import pytest
 
 from rewrite.cfg import IfNode, LoopNode, Origin, Stmt
 from rewrite.names import Namespace
@@ -57,3 +58,19 @@ def test_namespace_rollback_hands_out_names_again():
     ns.rollback(mark)
     assert ns.fresh("x") == "x_2"
     assert ns.fresh("list") == "list_1"  # never a builtin
+
+
+@pytest.mark.parametrize("src, expected", [
+    ("int(h[0, 0] > 0)", "(h[0, 0] > 0).to(torch.int64)"),
+    ("float(h[0] + 1)", "(h[0] + 1).to(torch.float64)"),
+    ("bool(-h[0, 0])", "(-h[0, 0]).bool()"),
+    ("len(h + 1)", "(h + 1).shape[0]"),
+    ("int(h[0, 0])", "h[0, 0].to(torch.int64)"),
+    ("int((h[0, 0] > 0))", "(h[0, 0] > 0).to(torch.int64)"),
+])
+def test_region_form_keeps_what_a_method_call_reads_in_parentheses(src, expected):
+    from rewrite.classify import TENSOR, Kinds
+    from rewrite.region_form import to_region
+
+    node = to_region(cst.parse_expression(src), Kinds({"h": TENSOR}), refuse=None)
+    assert cst.Module([]).code_for_node(node) == expected

@@ -46,15 +46,15 @@ def test_list_whose_length_changes_is_a_diagnostic(tmp_path):
                            "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2, proc.stderr
     assert """\
-tests/models/bad_tolist_length.py:15:9: error: tensor code that reads `sizes`, a list whose length changes \
+tests/models/bad_tolist_length.py:15:62: error: tensor code that reads `sizes`, a list whose length changes \
 between runs [varying-list]
             pieces = torch.split(x.repeat_interleave(copies, 0), sizes)
-            ^
+                                                                 ^
   Explanation: region pieces_L15 takes the list item by item, one graph input per item, and a compiled graph has \
 a fixed number of inputs; `sizes` had 2 items on one run and 1 on another (`.tolist()` of a tensor whose size \
-varies gives such a list)
-  Hint: keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`), or use the list \
-only in Python (`for`, `len`, `sum`)
+varies gives such a list, and so do appends under a run-time `if`)
+  Hint: keep the values in a tensor for tensor code (`x[idx]` rather than `x[idx.tolist()]`, a mask rather than \
+appended positions), or use the list only in Python (`for`, `len`, `sum`)
 
 1 error: the model cannot be converted as written.""" in proc.stderr
     assert not out.exists()
