@@ -266,7 +266,6 @@ class Exploration:
         self.symbols_of = lambda inputs: {}  # declared dynamic symbols' sizes in a run
         self.loop_iterations: dict[str, int] = {}  # natural runs only
         self.loop_calls: dict[str, int] = {}
-        self.reached: dict[str, str] = {}
         self.observed: dict[str, list[str]] = {}  # decision -> names the instrumented host passes at its test
         # decision -> {(declared symbols' sizes, ((name, (spec, leaf shapes)), ...))}: what each run saw there
         self.at_decisions: dict[str, set[tuple]] = {}

@@ -11,8 +11,8 @@ __all__ = ["RegionRecord"]
 class RegionRecord:
     """What exploration saw of one region."""
 
-    __slots__ = ("name", "in_specs", "out_specs", "examples", "variants", "calls", "passthrough", "sources",
-                 "observations", "reached_by", "out_shapes")
+    __slots__ = ("name", "in_specs", "out_specs", "examples", "variants", "calls", "passthrough", "observations",
+                 "reached_by", "out_shapes")
 
     def __init__(self, name: str):
         self.name = name
@@ -24,7 +24,6 @@ class RegionRecord:
         self.variants: dict[tuple, list[torch.Tensor]] = {}
         self.calls = 0
         self.passthrough: dict[int, int] = {}  # output leaf -> input leaf
-        self.sources: list | None = None
         self.observations: set[tuple] = set()  # (signature, declared symbols' sizes in that run)
         self.reached_by: list[tuple] = []  # the first few distinct paths (decisions taken) that led to a call
         self.out_shapes: set[tuple] = set()  # the shapes of the output leaves, per call
