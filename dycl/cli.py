@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import sys
 import time
@@ -13,6 +12,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from .backends import BACKENDS, CHOICES, takes_option
+from .cli_tvm import explicit_target, tune_settings
 
 __all__ = ["main"]
 
@@ -97,7 +97,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     if executor == "ray" and not takes_option(backend, "target"):
         raise click.UsageError("--executor ray compiles TVM regions on a cluster: use it with --backend tvm or auto "
                                "(onnxruntime compiles a region in milliseconds, here)")
-    _explicit_target(executor, backend, target)
+    explicit_target(executor, backend, target)
     stops = [name for name, _ in STEPS] + PASS_NAMES
     if dump_after is not None and dump_after not in stops:
         raise click.BadParameter(f"{dump_after!r} is no step; the steps, in order: {', '.join(stops[:2])} "
@@ -142,7 +142,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
                                 count=f"{done}/{total} trials")
 
             if tune_trials:
-                opts.tune = _tune_settings(tune_trials, tune_budget, on_tune)
+                opts.tune = tune_settings(tune_trials, tune_budget, on_tune)
             with _compiler(executor, address) as compile_all:  # None: the local compile pool
                 if compile_all is not None:
                     opts.compile_all = compile_all
@@ -192,22 +192,6 @@ def _compiler(executor: str, address: str | None):
     from .executors.ray_compile import on_cluster
 
     return on_cluster(address)
-
-
-def _explicit_target(executor: str, backend: str, target: str | None) -> None:
-    if executor == "ray" and takes_option(backend, "target") and not target:
-        raise click.UsageError("--executor ray compiles TVM code on other nodes: give --target (e.g. "
-                               '\'{"kind": "llvm", "mcpu": "skylake"}\'), so that the package does not depend on '
-                               "which node compiled it")
-
-
-def _tune_settings(trials: int, budget: float, progress):
-    from .backends.tvm_tune import TuneSettings
-
-    missing = [m for m in ("xgboost", "psutil") if importlib.util.find_spec(m) is None]  # MetaSchedule needs both
-    if missing:
-        raise click.UsageError(f"--tune needs the 'tune' extra (pip install 'dycl[tune]'); missing: {', '.join(missing)}")
-    return TuneSettings(trials, budget, progress=progress)
 
 
 def _print_summary(console: Console, info: dict, out: str, seconds: float) -> None:
@@ -290,9 +274,9 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_
 
     if tune_trials and not takes_option(backend, "tune"):
         raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm")
-    _explicit_target(executor, backend, target)
+    explicit_target(executor, backend, target)
     if tune_trials:
-        _tune_settings(tune_trials, 1, None)  # the 'tune' extra is installed
+        tune_settings(tune_trials, 1, None)  # the 'tune' extra is installed
     opts = ZooOptions(folder, out, backend, jobs, timeout, force, check_n)
     opts.fuse, opts.target, opts.tune, opts.tune_budget = fuse, target, tune_trials, tune_budget
     opts.executor, opts.address, opts.cpus_per_model, opts.retries = executor, address, cpus_per_model, retries
