@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 
@@ -11,8 +10,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .backends import BACKENDS, CHOICES, takes_option
+from .backends import CHOICES, takes_option
 from .cli_tvm import explicit_target, tune_settings
+from .cli_zoo import zoo
 
 __all__ = ["main"]
 
@@ -238,103 +238,6 @@ def _print_summary(console: Console, info: dict, out: str, seconds: float) -> No
 
 
 @main.command()
-@click.argument("folder", type=click.Path(exists=True, file_okay=False))
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Folder for the packages.")
-@click.option("--backend", type=click.Choice(list(BACKENDS)), default="onnxruntime",
-              show_default=True)
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Models converted at once.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
-              help="Seconds before a model's worker is stopped.")
-@click.option("--check", "check_n", type=click.IntRange(min=0), default=20, show_default=True,
-              help="Sample inputs each package is checked on.")
-@click.option("--force", is_flag=True, help="Convert every model, even unchanged ones.")
-@click.option("--fuse", type=click.Choice(["measured", "all", "none"]), default="measured", show_default=True,
-              help="As dycl convert's --fuse (all and none give the same packages every time).")
-@click.option("--target", metavar="JSON", help="TVM target (default: this machine's CPU; required with ray).")
-@click.option("--tune", "tune_trials", type=click.IntRange(min=0), default=0, metavar="TRIALS",
-              help="TVM: MetaSchedule trials per kernel (records shared by every model).")
-@click.option("--tune-budget", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
-              help="Stop tuning a model after this long.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Convert in worker processes here (local) or as tasks on a Ray cluster (ray).")
-@click.option("--address", metavar="ADDR", help="Ray cluster to join (default: $RAY_ADDRESS, else start Ray here).")
-@click.option("--cpus-per-model", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True,
-              help="ray: CPUs each model's task holds.")
-@click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True,
-              help="ray: times a model's task runs again after its worker or node died.")
-def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_trials, tune_budget, executor,
-        address, cpus_per_model, retries) -> None:
-    """Convert every model file in FOLDER into OUT/<model>, with a report."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from .executors import ExecutorError
-    from .executors.cluster import RayMissing
-    from .outdir import OutputError, check_zoo_output
-    from .zoo import ZooOptions, model_files, run_zoo, tuning_totals, write_report
-
-    if tune_trials and not takes_option(backend, "tune"):
-        raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm")
-    explicit_target(executor, backend, target)
-    if tune_trials:
-        tune_settings(tune_trials, 1, None)  # the 'tune' extra is installed
-    opts = ZooOptions(folder, out, backend, jobs, timeout, force, check_n)
-    opts.fuse, opts.target, opts.tune, opts.tune_budget = fuse, target, tune_trials, tune_budget
-    opts.executor, opts.address, opts.cpus_per_model, opts.retries = executor, address, cpus_per_model, retries
-    try:
-        check_zoo_output(out)
-    except OutputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    files = model_files(folder)
-    if not files:
-        raise click.UsageError(f"no model files (defining get_model) in {folder}")
-    console = Console(stderr=True)
-    start = time.perf_counter()
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
-        task = progress.add_task("converting", total=len(files))
-
-        def on_event(kind: str, name: str, row) -> None:
-            if kind == "start":
-                progress.update(task, description=f"converting {name}")
-                return
-            style = "green" if row["status"] == "ok" else "red"
-            detail = row.get("error", "") if row["status"] != "ok" else \
-                f"{row['regions']} regions, δ = {row['delta']:.2g}, η = {row['eta']}, {row['seconds']:.1f} s"
-            status = f"{row['status']} (cached)" if row.get("cached") else row["status"]
-            progress.console.print(f"  [{style}]{status:>20}[/] {name}: {detail}")
-            progress.advance(task)
-
-        try:
-            rows = run_zoo(opts, on_event)
-        except (OutputError, ExecutorError, RayMissing) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-    write_report(out, rows)
-    table = Table(title=f"dycl zoo: {len(rows)} models in {time.perf_counter() - start:.1f} s", title_justify="left")
-    for col in ("model", "status", "regions", "paths", "δ", "η", "convert s", "speed-up"):
-        table.add_column(col)
-    for r in rows:
-        good = r["status"] == "ok"
-        status = r["status"] + (" (cached)" if r.get("cached") else "")
-        table.add_row(r["model"], status if good else f"[red]{status}[/]",
-                      str(r.get("regions", "")), str(r.get("paths", "")),
-                      f"{r['delta']:.2g}" if good else "", str(r.get("eta", "")), f"{r.get('seconds', 0):.1f}",
-                      f"{r['eager_ms'] / r['dycl_ms']:.2f}x" if good and r.get("dycl_ms") else "")
-    Console().print(table)
-    for r in rows:
-        if r["status"] != "ok":
-            console.print(f"[red]{r['model']}[/]: {r.get('error', '')}")
-    tuning = tuning_totals(rows)
-    if tuning:
-        console.print(f"tuning: {tuning['kernels_tuned']} kernels tuned for {tuning['kernel_uses']} kernel uses "
-                      f"({tuning['from_records']} found records)")
-    console.print(f"report: {os.path.join(out, 'report.md')}")
-    if any(r["status"] != "ok" for r in rows):
-        sys.exit(1)
-
-
-@main.command()
 @click.argument("model_file", type=click.Path(dir_okay=False))
 @click.option("--dot", "dot_path", type=click.Path(dir_okay=False), help="Where to write the DOT graph "
               "(default: MODEL.dot beside the current directory's files).")
@@ -439,6 +342,8 @@ def _brief(value) -> str:
         return "{" + ", ".join(f"{k!r}: {_brief(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
+
+main.add_command(zoo)
 
 if __name__ == "__main__":
     main()
