@@ -8,10 +8,10 @@ import time
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from .backends import CHOICES, takes_option
 from .cli_inspect import inspect, run, verify
+from .cli_render import print_convert_summary
 from .cli_tvm import explicit_target, tune_settings
 from .cli_zoo import zoo
 
@@ -175,7 +175,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
         _write_dump(result.dump, dump_to)
         return
     info = summary(result)
-    _print_summary(Console(), info, result.out, time.perf_counter() - start)
+    print_convert_summary(Console(), info, result.out, time.perf_counter() - start)
 
 
 def _write_dump(text: str, path: str | None) -> None:
@@ -193,49 +193,6 @@ def _compiler(executor: str, address: str | None):
     from .executors.ray_compile import on_cluster
 
     return on_cluster(address)
-
-
-def _print_summary(console: Console, info: dict, out: str, seconds: float) -> None:
-    check = info["check"]
-    table = Table(title=f"dycl convert: {info['model']}", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    d = info["decisions"]
-    table.add_row("regions", f"{info['regions']} ({info['artifacts']} compiled artifacts)")
-    table.add_row("decisions", f"{d.get('value', 0)} value-, {d.get('shape', 0)} shape-, "
-                               f"{d.get('execution', 0)} execution-determined; {d.get('static', 0)} static (folded)")
-    for d in info.get("observed_dynamic", []):
-        table.add_row("[yellow]dynamic dim[/]", f"{d['input']}:{d['axis']} = {d['symbol']}: the samples vary it "
-                                                f"({', '.join(map(str, d['sizes']))}) and DYNAMIC does not declare it")
-    if info.get("defaults"):
-        table.add_row("fixed inputs", ", ".join(f"{k}={v}" for k, v in info["defaults"].items())
-                      + " (left out of get_inputs(): folded at their defaults)")
-    table.add_row("paths covered", f"{check['paths']} over {check['samples']} samples"
-                                   f" (+{info['forced_runs']} forced runs)")
-    for lp in info.get("loops", []):
-        if lp.get("fused"):
-            table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: runs inside region {lp['fused']} "
-                                              "(an ONNX Loop)")
-            continue
-        per = "never ran" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f} backend calls"
-        table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: {per} per iteration, "
-                                          f"{lp['body_regions']} body regions compiled once")
-    if info.get("tuning"):
-        tuning = info["tuning"]
-        table.add_row("tuning", f"{sum(t['tuned'] for t in tuning)} kernels tuned ({sum(t['trials'] for t in tuning)} "
-                                f"trials), {sum(t['cached'] for t in tuning)} from cached records, "
-                                f"{sum(t['dynamic'] for t in tuning)} dynamic left untuned")
-    if info.get("fallbacks"):
-        table.add_row("[yellow]fallback[/]", f"{len(info['fallbacks'])} region(s) TVM could not compile run on "
-                                             "onnxruntime (see report.md)")
-    if info.get("speculation"):
-        table.add_row("speculation", info["speculation"])
-    table.add_row("check", f"[green]pass[/]: δ = {check['delta']:.2g}, η = {check['eta']}" if check["passed"]
-                  else f"[red]FAIL[/]: {check['failure']}")
-    table.add_row("time", f"{seconds:.1f} s")
-    table.add_row("package", out)
-    console.print(table)
-    click.echo(f"digest: {info['digest']}  (check it with: dycl verify PACKAGE --digest DIGEST)")
 
 
 main.add_command(zoo)

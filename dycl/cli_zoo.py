@@ -3,15 +3,14 @@ report.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from .backends import BACKENDS, takes_option
+from .cli_render import print_zoo_summary
 from .cli_tvm import explicit_target, tune_settings
 
 __all__ = ["zoo"]
@@ -50,7 +49,7 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_
     from .executors import ExecutorError
     from .executors.cluster import RayMissing
     from .outdir import OutputError, check_zoo_output
-    from .zoo import ZooOptions, model_files, run_zoo, tuning_totals, write_report
+    from .zoo import ZooOptions, model_files, run_zoo, write_report
 
     if tune_trials and not takes_option(backend, "tune"):
         raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm")
@@ -91,24 +90,6 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
     write_report(out, rows)
-    table = Table(title=f"dycl zoo: {len(rows)} models in {time.perf_counter() - start:.1f} s", title_justify="left")
-    for col in ("model", "status", "regions", "paths", "δ", "η", "convert s", "speed-up"):
-        table.add_column(col)
-    for r in rows:
-        good = r["status"] == "ok"
-        status = r["status"] + (" (cached)" if r.get("cached") else "")
-        table.add_row(r["model"], status if good else f"[red]{status}[/]",
-                      str(r.get("regions", "")), str(r.get("paths", "")),
-                      f"{r['delta']:.2g}" if good else "", str(r.get("eta", "")), f"{r.get('seconds', 0):.1f}",
-                      f"{r['eager_ms'] / r['dycl_ms']:.2f}x" if good and r.get("dycl_ms") else "")
-    Console().print(table)
-    for r in rows:
-        if r["status"] != "ok":
-            console.print(f"[red]{r['model']}[/]: {r.get('error', '')}")
-    tuning = tuning_totals(rows)
-    if tuning:
-        console.print(f"tuning: {tuning['kernels_tuned']} kernels tuned for {tuning['kernel_uses']} kernel uses "
-                      f"({tuning['from_records']} found records)")
-    console.print(f"report: {os.path.join(out, 'report.md')}")
+    print_zoo_summary(console, rows, out, time.perf_counter() - start)
     if any(r["status"] != "ok" for r in rows):
         sys.exit(1)
