@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from .backends import CHOICES, takes_option
 from .cli_inspect import inspect, run, verify
-from .cli_render import print_convert_summary
+from .cli_render import print_convert_summary, refuse
 from .cli_tvm import explicit_target, tune_settings
 from .cli_zoo import zoo
 
@@ -148,22 +148,11 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
                 if compile_all is not None:
                     opts.compile_all = compile_all
                 result = run_convert(opts, on_step, on_progress)
-    except RayMissing as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except OutputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except ConversionError as exc:
-        click.echo(exc.format(), err=True)
-        sys.exit(2)
+    except (RayMissing, OutputError, ConversionError) as exc:
+        refuse(exc)
     except StepFailed as exc:
-        if isinstance(exc.error, ModelFileError):
-            click.echo(f"error: {exc.error}", err=True)
-            sys.exit(2)
-        if isinstance(exc.error, ConversionError):
-            click.echo(exc.error.format(), err=True)
-            sys.exit(2)
+        if isinstance(exc.error, (ModelFileError, ConversionError)):
+            refuse(exc.error)
         click.echo(f"error: conversion failed in step '{exc.step}': {exc.error}", err=True)
         click.echo("No output was written.", err=True)
         sys.exit(1)

@@ -9,6 +9,8 @@ import time
 import click
 from rich.console import Console
 
+from .cli_render import refuse
+
 __all__ = ["inspect", "run", "verify"]
 
 
@@ -32,12 +34,8 @@ def inspect(model_file, dot_path, model_ref, inputs) -> None:
     try:
         spec = load_model_file(model_file, model_ref, list(inputs) or None)
         program = rewrite_model(spec.model, spec.inputs)
-    except ModelFileError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except ConversionError as exc:
-        click.echo(exc.format(), err=True)
-        sys.exit(2)
+    except (ModelFileError, ConversionError) as exc:
+        refuse(exc)
     console = Console()
     console.print(program_tree(program, model_file))
     classes = {}

@@ -1,15 +1,17 @@
 """What the CLI shows when a command ends: the summary tables of `dycl convert` and `dycl zoo`,
-drawn with rich.
+drawn with rich, or the error that refused the input (`refuse`).
 """
 from __future__ import annotations
 
 import os
+import sys
+from typing import NoReturn
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["print_convert_summary", "print_zoo_summary"]
+__all__ = ["print_convert_summary", "print_zoo_summary", "refuse"]
 
 
 def print_convert_summary(console: Console, info: dict, out: str, seconds: float) -> None:
@@ -79,3 +81,12 @@ def print_zoo_summary(console: Console, rows: list[dict], out: str, seconds: flo
         console.print(f"tuning: {tuning['kernels_tuned']} kernels tuned for {tuning['kernel_uses']} kernel uses "
                       f"({tuning['from_records']} found records)")
     console.print(f"report: {os.path.join(out, 'report.md')}")
+
+
+def refuse(error: Exception) -> NoReturn:
+    """Exit with status 2 on an input dycl refuses: a ConversionError as its diagnostics, any other
+    error as `error: ...`, on stderr."""
+    from rewrite.diagnostics import ConversionError
+
+    click.echo(error.format() if isinstance(error, ConversionError) else f"error: {error}", err=True)
+    sys.exit(2)

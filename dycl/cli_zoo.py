@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 
 from .backends import BACKENDS, takes_option
-from .cli_render import print_zoo_summary
+from .cli_render import print_zoo_summary, refuse
 from .cli_tvm import explicit_target, tune_settings
 
 __all__ = ["zoo"]
@@ -62,8 +62,7 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_
     try:
         check_zoo_output(out)
     except OutputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        refuse(exc)
     files = model_files(folder)
     if not files:
         raise click.UsageError(f"no model files (defining get_model) in {folder}")
@@ -87,8 +86,7 @@ def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_
         try:
             rows = run_zoo(opts, on_event)
         except (OutputError, ExecutorError, RayMissing) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            refuse(exc)
     write_report(out, rows)
     print_zoo_summary(console, rows, out, time.perf_counter() - start)
     if any(r["status"] != "ok" for r in rows):
