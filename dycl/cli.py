@@ -1,4 +1,9 @@
-"""The `dycl` command line."""
+"""The `dycl` command line: the click group and `dycl convert`.
+
+The other commands live beside this file and are added to the group here: cli_zoo.py (`zoo`) and
+cli_inspect.py (`inspect`, `run`, `verify`); cli_render.py draws the summaries and refused inputs,
+cli_tvm.py checks the TVM options convert and zoo share.
+"""
 from __future__ import annotations
 
 import contextlib
