@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .explore import RewriteMismatch, compare, to_numpy
+from .compare import RewriteMismatch, compare, to_numpy
 from .runtime import load
 
 __all__ = ["CheckResult", "check_package", "decisions_of"]

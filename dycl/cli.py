@@ -1,18 +1,24 @@
-"""The `dycl` command line."""
+"""The `dycl` command line: the click group and `dycl convert`.
+
+The other commands live beside this file and are added to the group here: cli_zoo.py (`zoo`) and
+cli_inspect.py (`inspect`, `run`, `verify`); cli_render.py draws the summaries and refused inputs,
+cli_tvm.py checks the TVM options convert and zoo share.
+"""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import os
 import sys
 import time
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from .backends import BACKENDS, CHOICES, takes_option
+from .backends import CHOICES, takes_option
+from .cli_inspect import inspect, run, verify
+from .cli_render import print_convert_summary, refuse
+from .cli_tvm import explicit_target, tune_settings
+from .cli_zoo import zoo
 
 __all__ = ["main"]
 
@@ -97,7 +103,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
     if executor == "ray" and not takes_option(backend, "target"):
         raise click.UsageError("--executor ray compiles TVM regions on a cluster: use it with --backend tvm or auto "
                                "(onnxruntime compiles a region in milliseconds, here)")
-    _explicit_target(executor, backend, target)
+    explicit_target(executor, backend, target)
     stops = [name for name, _ in STEPS] + PASS_NAMES
     if dump_after is not None and dump_after not in stops:
         raise click.BadParameter(f"{dump_after!r} is no step; the steps, in order: {', '.join(stops[:2])} "
@@ -142,27 +148,16 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
                                 count=f"{done}/{total} trials")
 
             if tune_trials:
-                opts.tune = _tune_settings(tune_trials, tune_budget, on_tune)
+                opts.tune = tune_settings(tune_trials, tune_budget, on_tune)
             with _compiler(executor, address) as compile_all:  # None: the local compile pool
                 if compile_all is not None:
                     opts.compile_all = compile_all
                 result = run_convert(opts, on_step, on_progress)
-    except RayMissing as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except OutputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except ConversionError as exc:
-        click.echo(exc.format(), err=True)
-        sys.exit(2)
+    except (RayMissing, OutputError, ConversionError) as exc:
+        refuse(exc)
     except StepFailed as exc:
-        if isinstance(exc.error, ModelFileError):
-            click.echo(f"error: {exc.error}", err=True)
-            sys.exit(2)
-        if isinstance(exc.error, ConversionError):
-            click.echo(exc.error.format(), err=True)
-            sys.exit(2)
+        if isinstance(exc.error, (ModelFileError, ConversionError)):
+            refuse(exc.error)
         click.echo(f"error: conversion failed in step '{exc.step}': {exc.error}", err=True)
         click.echo("No output was written.", err=True)
         sys.exit(1)
@@ -174,7 +169,7 @@ def convert(model_file, out, backend, target, check_n, model_ref, inputs, dynami
         _write_dump(result.dump, dump_to)
         return
     info = summary(result)
-    _print_summary(Console(), info, result.out, time.perf_counter() - start)
+    print_convert_summary(Console(), info, result.out, time.perf_counter() - start)
 
 
 def _write_dump(text: str, path: str | None) -> None:
@@ -194,267 +189,10 @@ def _compiler(executor: str, address: str | None):
     return on_cluster(address)
 
 
-def _explicit_target(executor: str, backend: str, target: str | None) -> None:
-    if executor == "ray" and takes_option(backend, "target") and not target:
-        raise click.UsageError("--executor ray compiles TVM code on other nodes: give --target (e.g. "
-                               '\'{"kind": "llvm", "mcpu": "skylake"}\'), so that the package does not depend on '
-                               "which node compiled it")
-
-
-def _tune_settings(trials: int, budget: float, progress):
-    from .backends.tvm_tune import TuneSettings
-
-    missing = [m for m in ("xgboost", "psutil") if importlib.util.find_spec(m) is None]  # MetaSchedule needs both
-    if missing:
-        raise click.UsageError(f"--tune needs the 'tune' extra (pip install 'dycl[tune]'); missing: {', '.join(missing)}")
-    return TuneSettings(trials, budget, progress=progress)
-
-
-def _print_summary(console: Console, info: dict, out: str, seconds: float) -> None:
-    check = info["check"]
-    table = Table(title=f"dycl convert: {info['model']}", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    d = info["decisions"]
-    table.add_row("regions", f"{info['regions']} ({info['artifacts']} compiled artifacts)")
-    table.add_row("decisions", f"{d.get('value', 0)} value-, {d.get('shape', 0)} shape-, "
-                               f"{d.get('execution', 0)} execution-determined; {d.get('static', 0)} static (folded)")
-    for d in info.get("observed_dynamic", []):
-        table.add_row("[yellow]dynamic dim[/]", f"{d['input']}:{d['axis']} = {d['symbol']}: the samples vary it "
-                                                f"({', '.join(map(str, d['sizes']))}) and DYNAMIC does not declare it")
-    if info.get("defaults"):
-        table.add_row("fixed inputs", ", ".join(f"{k}={v}" for k, v in info["defaults"].items())
-                      + " (left out of get_inputs(): folded at their defaults)")
-    table.add_row("paths covered", f"{check['paths']} over {check['samples']} samples"
-                                   f" (+{info['forced_runs']} forced runs)")
-    for lp in info.get("loops", []):
-        if lp.get("fused"):
-            table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: runs inside region {lp['fused']} "
-                                              "(an ONNX Loop)")
-            continue
-        per = "never ran" if lp["calls_per_iteration"] is None else f"{lp['calls_per_iteration']:.2f} backend calls"
-        table.add_row(f"loop {lp['id']}", f"{lp['kind']} at {lp['origin']}: {per} per iteration, "
-                                          f"{lp['body_regions']} body regions compiled once")
-    if info.get("tuning"):
-        tuning = info["tuning"]
-        table.add_row("tuning", f"{sum(t['tuned'] for t in tuning)} kernels tuned ({sum(t['trials'] for t in tuning)} "
-                                f"trials), {sum(t['cached'] for t in tuning)} from cached records, "
-                                f"{sum(t['dynamic'] for t in tuning)} dynamic left untuned")
-    if info.get("fallbacks"):
-        table.add_row("[yellow]fallback[/]", f"{len(info['fallbacks'])} region(s) TVM could not compile run on "
-                                             "onnxruntime (see report.md)")
-    if info.get("speculation"):
-        table.add_row("speculation", info["speculation"])
-    table.add_row("check", f"[green]pass[/]: δ = {check['delta']:.2g}, η = {check['eta']}" if check["passed"]
-                  else f"[red]FAIL[/]: {check['failure']}")
-    table.add_row("time", f"{seconds:.1f} s")
-    table.add_row("package", out)
-    console.print(table)
-    click.echo(f"digest: {info['digest']}  (check it with: dycl verify PACKAGE --digest DIGEST)")
-
-
-@main.command()
-@click.argument("folder", type=click.Path(exists=True, file_okay=False))
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Folder for the packages.")
-@click.option("--backend", type=click.Choice(list(BACKENDS)), default="onnxruntime",
-              show_default=True)
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Models converted at once.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
-              help="Seconds before a model's worker is stopped.")
-@click.option("--check", "check_n", type=click.IntRange(min=0), default=20, show_default=True,
-              help="Sample inputs each package is checked on.")
-@click.option("--force", is_flag=True, help="Convert every model, even unchanged ones.")
-@click.option("--fuse", type=click.Choice(["measured", "all", "none"]), default="measured", show_default=True,
-              help="As dycl convert's --fuse (all and none give the same packages every time).")
-@click.option("--target", metavar="JSON", help="TVM target (default: this machine's CPU; required with ray).")
-@click.option("--tune", "tune_trials", type=click.IntRange(min=0), default=0, metavar="TRIALS",
-              help="TVM: MetaSchedule trials per kernel (records shared by every model).")
-@click.option("--tune-budget", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
-              help="Stop tuning a model after this long.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Convert in worker processes here (local) or as tasks on a Ray cluster (ray).")
-@click.option("--address", metavar="ADDR", help="Ray cluster to join (default: $RAY_ADDRESS, else start Ray here).")
-@click.option("--cpus-per-model", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True,
-              help="ray: CPUs each model's task holds.")
-@click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True,
-              help="ray: times a model's task runs again after its worker or node died.")
-def zoo(folder, out, backend, jobs, timeout, check_n, force, fuse, target, tune_trials, tune_budget, executor,
-        address, cpus_per_model, retries) -> None:
-    """Convert every model file in FOLDER into OUT/<model>, with a report."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from .executors import ExecutorError
-    from .executors.cluster import RayMissing
-    from .outdir import OutputError, check_zoo_output
-    from .zoo import ZooOptions, model_files, run_zoo, tuning_totals, write_report
-
-    if tune_trials and not takes_option(backend, "tune"):
-        raise click.UsageError("--tune tunes TVM kernels: use it with --backend tvm")
-    _explicit_target(executor, backend, target)
-    if tune_trials:
-        _tune_settings(tune_trials, 1, None)  # the 'tune' extra is installed
-    opts = ZooOptions(folder, out, backend, jobs, timeout, force, check_n)
-    opts.fuse, opts.target, opts.tune, opts.tune_budget = fuse, target, tune_trials, tune_budget
-    opts.executor, opts.address, opts.cpus_per_model, opts.retries = executor, address, cpus_per_model, retries
-    try:
-        check_zoo_output(out)
-    except OutputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    files = model_files(folder)
-    if not files:
-        raise click.UsageError(f"no model files (defining get_model) in {folder}")
-    console = Console(stderr=True)
-    start = time.perf_counter()
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
-        task = progress.add_task("converting", total=len(files))
-
-        def on_event(kind: str, name: str, row) -> None:
-            if kind == "start":
-                progress.update(task, description=f"converting {name}")
-                return
-            style = "green" if row["status"] == "ok" else "red"
-            detail = row.get("error", "") if row["status"] != "ok" else \
-                f"{row['regions']} regions, δ = {row['delta']:.2g}, η = {row['eta']}, {row['seconds']:.1f} s"
-            status = f"{row['status']} (cached)" if row.get("cached") else row["status"]
-            progress.console.print(f"  [{style}]{status:>20}[/] {name}: {detail}")
-            progress.advance(task)
-
-        try:
-            rows = run_zoo(opts, on_event)
-        except (OutputError, ExecutorError, RayMissing) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-    write_report(out, rows)
-    table = Table(title=f"dycl zoo: {len(rows)} models in {time.perf_counter() - start:.1f} s", title_justify="left")
-    for col in ("model", "status", "regions", "paths", "δ", "η", "convert s", "speed-up"):
-        table.add_column(col)
-    for r in rows:
-        good = r["status"] == "ok"
-        status = r["status"] + (" (cached)" if r.get("cached") else "")
-        table.add_row(r["model"], status if good else f"[red]{status}[/]",
-                      str(r.get("regions", "")), str(r.get("paths", "")),
-                      f"{r['delta']:.2g}" if good else "", str(r.get("eta", "")), f"{r.get('seconds', 0):.1f}",
-                      f"{r['eager_ms'] / r['dycl_ms']:.2f}x" if good and r.get("dycl_ms") else "")
-    Console().print(table)
-    for r in rows:
-        if r["status"] != "ok":
-            console.print(f"[red]{r['model']}[/]: {r.get('error', '')}")
-    tuning = tuning_totals(rows)
-    if tuning:
-        console.print(f"tuning: {tuning['kernels_tuned']} kernels tuned for {tuning['kernel_uses']} kernel uses "
-                      f"({tuning['from_records']} found records)")
-    console.print(f"report: {os.path.join(out, 'report.md')}")
-    if any(r["status"] != "ok" for r in rows):
-        sys.exit(1)
-
-
-@main.command()
-@click.argument("model_file", type=click.Path(dir_okay=False))
-@click.option("--dot", "dot_path", type=click.Path(dir_okay=False), help="Where to write the DOT graph "
-              "(default: MODEL.dot beside the current directory's files).")
-@click.option("--model", "model_ref", metavar="MODULE:CALLABLE", help="Factory for files without get_model().")
-@click.option("--input", "inputs", multiple=True, metavar="NAME=DTYPE[DIMS]", help="Example input.")
-def inspect(model_file, dot_path, model_ref, inputs) -> None:
-    """Show how MODEL_FILE splits into host decisions and regions, before compiling anything."""
-    import os
-    import shutil
-    import subprocess
-
-    from rewrite import ConversionError, rewrite_model
-
-    from .modelfile import ModelFileError, load_model_file
-    from .picture import program_dot, program_tree
-
-    try:
-        spec = load_model_file(model_file, model_ref, list(inputs) or None)
-        program = rewrite_model(spec.model, spec.inputs)
-    except ModelFileError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except ConversionError as exc:
-        click.echo(exc.format(), err=True)
-        sys.exit(2)
-    console = Console()
-    console.print(program_tree(program, model_file))
-    classes = {}
-    for d in program.decisions:
-        classes[d.dclass] = classes.get(d.dclass, 0) + 1
-    console.print(f"{len(program.regions)} regions, {len(program.loops)} host loops, decisions: "
-                  + ", ".join(f"{n} {c}" for c, n in sorted(classes.items()))
-                  + f", {program.static_decisions} static (folded)")
-    dot_path = dot_path or f"{os.path.splitext(os.path.basename(model_file))[0]}.dot"
-    with open(dot_path, "w", encoding="utf-8") as fh:
-        fh.write(program_dot(program))
-    console.print(f"control-flow graph: {dot_path}")
-    if shutil.which("dot"):
-        svg = os.path.splitext(dot_path)[0] + ".svg"
-        subprocess.run(["dot", "-Tsvg", dot_path, "-o", svg], check=True)
-        console.print(f"rendered: {svg}")
-
-
-@main.command()
-@click.argument("package", type=click.Path(exists=True, file_okay=False))
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run this many random inputs.")
-def run(package, seed, repeat) -> None:
-    """Run PACKAGE on random inputs matching its signature (no torch needed)."""
-    import numpy as np
-
-    from .runtime import PackageError, load
-
-    try:
-        net = load(package)
-    except PackageError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    rng = np.random.default_rng(seed)
-    for _ in range(repeat):
-        args = []
-        for param in net.signature:
-            if not param.is_array:
-                raise click.UsageError(f"input {param.name} is not an array; call the package from Python")
-            shape = [d if isinstance(d, int) else 1 for d in param.shape]
-            args.append(rng.standard_normal(shape).astype(param.dtype))
-        start = time.perf_counter()
-        out = net(*args)
-        ms = (time.perf_counter() - start) * 1e3
-        click.echo(f"{_brief(out)}  ({ms:.2f} ms)")
-
-
-@main.command()
-@click.argument("package", type=click.Path(exists=True, file_okay=False))
-@click.option("--digest", metavar="SHA256", help="The digest the package must have (as `dycl convert` printed it).")
-def verify(package, digest) -> None:
-    """Check PACKAGE: its manifest, that every path stays inside it, every file's hash, and its digest.
-
-    Runs nothing from the package and needs no backend.
-    """
-    from .runtime.verify import PackageError, verify_package
-
-    try:
-        _, actual, _ = verify_package(package, digest)
-    except PackageError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    click.echo(f"{package}: ok, digest {actual}")
-
-
-def _brief(value) -> str:
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        flat = value.reshape(-1)
-        head = ", ".join(f"{v:.4g}" if value.dtype.kind == "f" else str(v) for v in flat[:4])
-        return f"{value.dtype}{list(value.shape)}[{head}{', ...' if flat.size > 4 else ''}]"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_brief(v) for v in value) + ")"
-    if isinstance(value, list):
-        return "[" + ", ".join(_brief(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_brief(v)}" for k, v in value.items()) + "}"
-    return repr(value)
-
+main.add_command(zoo)
+main.add_command(inspect)
+main.add_command(run)
+main.add_command(verify)
 
 if __name__ == "__main__":
     main()

@@ -30,7 +30,8 @@ from .backends import AUTO, TORCH_REGIONS, backend_class, get_backend
 from .check import check_package
 from .compile_pool import compile_all, usable_cores
 from .dump_after import DumpReached, step_dump
-from .explore import ListLengthChanged, PythonValueOut, RewriteMismatch, explore
+from .compare import RewriteMismatch
+from .explore import explore
 from .explore_diagnostics import length_check_failed, list_length_changed, one_size_code, python_value_out, unreached_code
 from .export_step import step_export
 from .fold_shapes import constant_shape_decisions
@@ -41,6 +42,7 @@ from .outdir import check_output, make_workdir, remove_created, replace_dir
 from .package import region_loops, write_manifest, write_picture, write_report
 from .path_shapes import explore_path_shapes
 from .pins import observed_names
+from .recording import ListLengthChanged, PythonValueOut
 from .runtime.signature import RegionSignature
 from .shape_deps import shapes_follow_shapes
 from .sizes import edge_inputs, fix_sizes, resized_variants, symbol_sizes

@@ -10,8 +10,8 @@ from rewrite import Diagnostic
 from rewrite.diagnostics import Location, locate
 from rewrite.syntax import reads_writes
 
-from .explore import ListLengthChanged, PythonValueOut
 from .pins import unexplained_dims
+from .recording import ListLengthChanged, PythonValueOut
 
 __all__ = ["python_value_out", "list_length_changed", "length_check_failed", "unreached_code", "one_size_code"]
 

@@ -20,7 +20,7 @@ import torch
 
 from ._torch_regions import FlatRegion
 from .dims import name_dims
-from .explore import RegionRecord
+from .region_record import RegionRecord
 from .onnx_ops import register as register_onnx_ops
 from .runtime.spec import count_leaves
 from .topk_order import SortedTopk, sort_topk

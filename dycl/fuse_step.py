@@ -24,7 +24,7 @@ def step_fuse(opts, st) -> None:
     """Run stretches of host code as one graph each (see fuse), where correct (and faster)."""
     import onnx
 
-    from .explore import to_numpy
+    from .compare import to_numpy
     from .fuse import called_regions, fuse_program
     from .fuse.trial import HostTrial, try_fusion
     from .package import signature

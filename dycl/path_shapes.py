@@ -24,7 +24,9 @@ from rewrite.cfg import HostStmt, If, Loop, RegionCall
 from rewrite.kinds import DecisionClass
 from rewrite.syntax import reads_writes
 
-from .explore import Exploration, RegionRecord, path_forcing
+from .explore import path_forcing
+from .recording import Exploration
+from .region_record import RegionRecord
 from .runtime.spec import count_leaves
 
 __all__ = ["shape_decisions", "explore_path_shapes"]

@@ -33,7 +33,7 @@ from rewrite.names import Namespace
 from rewrite.syntax import reads_writes
 
 from .backends import artifact_files
-from .explore import to_numpy
+from .compare import to_numpy
 from .fuse import _build
 from .fuse.graph import Unfusable
 from .fuse.trial import HostTrial

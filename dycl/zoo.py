@@ -153,7 +153,7 @@ def _latency(spec, package: str, n: int = 5, repeat: int = 10) -> tuple[float, f
     """Median eager and converted latency (ms), single thread, on a few sample inputs."""
     import torch
 
-    from .explore import to_numpy
+    from .compare import to_numpy
     from .runtime import load
 
     torch.set_num_threads(1)

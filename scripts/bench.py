@@ -35,7 +35,7 @@ import torch  # noqa: E402
 import dycl  # noqa: E402
 import peers  # noqa: E402
 from dycl.convert import ConvertOptions, convert  # noqa: E402
-from dycl.explore import to_numpy  # noqa: E402
+from dycl.compare import to_numpy  # noqa: E402
 from dycl.modelfile import resized_inputs  # noqa: E402
 
 

@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 import dycl  # noqa: E402
 from dycl.convert import ConvertOptions, convert  # noqa: E402
-from dycl.explore import to_numpy  # noqa: E402
+from dycl.compare import to_numpy  # noqa: E402
 
 
 def bench(path: str, workdir: str, n_inputs: int, repeat: int, check: int) -> dict:

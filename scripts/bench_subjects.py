@@ -32,7 +32,7 @@ import torch  # noqa: E402
 
 import dycl  # noqa: E402
 from dycl.convert import ConvertOptions, convert  # noqa: E402
-from dycl.explore import to_numpy  # noqa: E402
+from dycl.compare import to_numpy  # noqa: E402
 
 # Speed-up over eager of the original DyCL pipeline, measured on this machine before this work (issue 14).
 ORIGINAL_DYCL = {"skipnet_rnn": 3.35, "skipnet_ff": 1.79, "blockdrop": 1.49, "sdn": 1.32}

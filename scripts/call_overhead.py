@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT]
 
 import dycl  # noqa: E402
-from dycl.explore import to_numpy  # noqa: E402
+from dycl.compare import to_numpy  # noqa: E402
 from dycl.modelfile import load_model_file  # noqa: E402
 
 

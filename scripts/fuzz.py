@@ -142,7 +142,7 @@ def run_program(path: str, backend: str, out: str, check: int = 6, extra: int = 
 
     import dycl
     from dycl.convert import ConvertOptions, StepFailed, convert
-    from dycl.explore import to_numpy
+    from dycl.compare import to_numpy
     from dycl.modelfile import ModelFileError
     from rewrite import ConversionError
 

@@ -48,7 +48,7 @@ def test_outputs_keep_their_structure(converted):
     import numpy as np
 
     import dycl
-    from dycl.explore import to_numpy
+    from dycl.compare import to_numpy
 
     result = converted(os.path.join(MODELS, "c_outputs_structures.py"), check=20)
     net = dycl.load(result.out)

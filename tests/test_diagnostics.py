@@ -100,11 +100,11 @@ so forward never returns
 
 
 def test_loop_that_does_not_end_stops_exploration_at_the_loop(monkeypatch, tmp_path):
-    import dycl.explore
+    import dycl.recording
     from dycl.convert import ConvertOptions, convert
 
     monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(dycl.explore, "MAX_ITERATIONS", 1000)
+    monkeypatch.setattr(dycl.recording, "MAX_ITERATIONS", 1000)
     opts = ConvertOptions(os.path.join(MODELS, "unending_loop.py"), str(tmp_path / "out"), check=2)
     with pytest.raises(ConversionError) as info:
         convert(opts)

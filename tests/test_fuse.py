@@ -9,7 +9,7 @@ import pytest
 
 import dycl
 from conftest import MODELS, ZOO
-from dycl.explore import to_numpy
+from dycl.compare import to_numpy
 
 # Decisions (skipnet, blockdrop, moe, batch_gated), early exits (sdn, branchynet), loops (the decoders, act)
 # loops with a break flag and decisions inside (c_break_continue), and returns on some paths of an arm

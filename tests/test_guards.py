@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from conftest import MODELS
-from dycl.explore import to_numpy
+from dycl.compare import to_numpy
 
 MODEL = os.path.join(MODELS, "guard_checks.py")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import MODELS
-from dycl.explore import RewriteMismatch, compare, to_numpy
+from dycl.compare import RewriteMismatch, compare, to_numpy
 
 MODEL = os.path.join(MODELS, "nan_decisions.py")
 

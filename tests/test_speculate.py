@@ -9,7 +9,7 @@ import torch
 import dycl
 from conftest import MODELS
 from dycl.convert import ConvertOptions, convert
-from dycl.explore import compare, to_numpy
+from dycl.compare import compare, to_numpy
 from dycl.speculate import NoSpeculation, dominant_path, path_run
 from rewrite.cfg import HostStmt, If, Loop, Origin
 from rewrite.kinds import DecisionClass, LoopKind

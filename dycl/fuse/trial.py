@@ -52,7 +52,7 @@ class HostTrial:
     def check(self, forward) -> None:
         """The host's outputs against the original model's, on every natural input."""
         from ..check import decisions_of
-        from ..explore import RewriteMismatch, compare
+        from ..compare import RewriteMismatch, compare
 
         for k, (inp, expected) in enumerate(zip(self.inputs, self.expected)):
             got = forward(*inp)
