@@ -460,3 +460,27 @@ def test_state_grown_under_an_earlier_arm_gets_a_symbolic_dim(tmp_path, backend,
     assert len(outputs) > 10
     # the region of the second iteration's growing arm reads acc 1 or 2 columns wide: dim 1 follows the path
     assert {sig[1][0][1] for sig in result.exploration.records[reader].examples} == {1, 2}
+
+
+def test_code_after_arms_that_all_return_once_a_shape_test_folds_is_dropped(converted, tmp_path):
+    # Found by the fuzzer: `h.shape[0] > 1` folded to its returning `else`, so nothing after the value
+    # decision runs; that dead code still read `feats`, which the host never bound (step fold_shapes failed).
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_fold_dead_tail.py"), check=6)
+    host = open(os.path.join(result.out, "host.py")).read()
+    assert "feats" not in host and "head_L36" not in host
+    net = dycl.load(result.out)
+    model = result.spec.model
+    arms = set()
+    for shift in (3.0, -3.0, 0.0):
+        x = torch.randn(1, 4, generator=torch.Generator().manual_seed(1)) + shift
+        with torch.no_grad():
+            arms.add(bool(model.layers[0](x).sum() > 0))
+            expected = model(x)[0].numpy()
+        np.testing.assert_allclose(net(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
+    assert arms == {True, False}
+    outcome = fuzz.run_program(os.path.join(MODELS, "fuzz_fold_dead_tail.py"), "onnxruntime", str(tmp_path / "fz"))
+    assert outcome.kind == "matched", outcome
