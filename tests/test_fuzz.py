@@ -484,3 +484,21 @@ def test_code_after_arms_that_all_return_once_a_shape_test_folds_is_dropped(conv
     assert arms == {True, False}
     outcome = fuzz.run_program(os.path.join(MODELS, "fuzz_fold_dead_tail.py"), "onnxruntime", str(tmp_path / "fz"))
     assert outcome.kind == "matched", outcome
+
+
+def test_argmax_of_a_near_tie_is_no_decision(tmp_path):
+    # Found by the fuzzer (--seed 21): tanh saturated to 1.0 and 0.9999999 in one row; onnxruntime's argmax
+    # picked the other one, and the check failed the conversion with η = 1 at δ = 3e-7.
+    from dycl.check import decides_differently
+
+    outcome = fuzz.run_program(os.path.join(MODELS, "fuzz_tanh_tie.py"), "onnxruntime", str(tmp_path / "out"))
+    assert outcome.kind == "matched", outcome
+    tie = np.array([[1.0, -1.0, 0.9999999, -1.0]], np.float32)
+    assert not decides_differently(tie, tie[:, [2, 1, 0, 3]], 1e-4)  # within δ of each other: no decision
+    apart = np.array([[1.0, -1.0, 0.999, -1.0]], np.float32)
+    assert decides_differently(apart, apart[:, [2, 1, 0, 3]], 1e-4)  # 1e-3 apart: the original decides
+    big = np.array([[3000.0, 2999.8]], np.float32)  # relative above 1, as δ is
+    assert not decides_differently((big,), (big[:, ::-1].copy(),), 1e-4)
+    assert decides_differently({"a": big}, {"a": big[:, ::-1].copy()}, 1e-6)
+    assert decides_differently([np.array([1, 2])], [np.array([1, 3])], 1e-4)  # integers decide exactly
+    assert not decides_differently((np.zeros((0, 4), np.float32), 3), (np.zeros((0, 4), np.float32), 3), 1e-4)
