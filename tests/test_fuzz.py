@@ -502,3 +502,26 @@ def test_argmax_of_a_near_tie_is_no_decision(tmp_path):
     assert decides_differently({"a": big}, {"a": big[:, ::-1].copy()}, 1e-6)
     assert decides_differently([np.array([1, 2])], [np.array([1, 3])], 1e-4)  # integers decide exactly
     assert not decides_differently((np.zeros((0, 4), np.float32), 3), (np.zeros((0, 4), np.float32), 3), 1e-4)
+
+
+def test_fused_graph_does_not_take_a_list_an_arm_grew(converted):
+    # Found by the fuzzer (--seed 21): the graph fused after `if g: feats.append(h)` took `feats` as one item.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_grown_list_fused.py"), check=6)
+    assert not any("feats" in [p.name for p in s.inputs] for s in result.signatures if s.fuses)
+    net = dycl.load(result.out)
+    model = result.spec.model
+    lengths = set()
+    for shift in (3.0, -3.0, 0.0, -10.0, -30.0):  # the `if` holds at -10 and below, where no sample goes
+        x = torch.randn(1, 4, generator=torch.Generator().manual_seed(2)) * 3 + shift
+        with torch.no_grad():
+            expected = model(x)[0]
+        got = net(x.numpy())[0]
+        lengths.add(len(expected))
+        assert len(got) == len(expected)
+        for e, g in zip(expected, got):
+            np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
+    assert lengths == {1, 2}
