@@ -525,3 +525,21 @@ def test_fused_graph_does_not_take_a_list_an_arm_grew(converted):
         for e, g in zip(expected, got):
             np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
     assert lengths == {1, 2}
+
+
+def test_graph_fused_in_a_loop_body_gives_back_what_its_next_iteration_reads(converted):
+    # Found by the fuzzer (--seed 33): the graph fused before a `continue` did not return `h`, which only
+    # its own next run reads, so the second iteration started from the first one's `h`.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_fused_loop_carry.py"), check=6)
+    assert result.check.passed, result.check.failure
+    fused = [s for s in result.signatures if s.fuses]
+    assert fused and "h" in [p.name for p in fused[0].outputs]
+    net = dycl.load(result.out)
+    for (x,) in result.spec.sample_inputs(6, seed=3):
+        with torch.no_grad():
+            expected = result.spec.model(x)
+        assert fuzz.same(expected, net(x.numpy())) == ""
