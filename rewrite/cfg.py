@@ -6,7 +6,7 @@ import libcst as cst
 from .kinds import DecisionClass, JumpKind, LoopKind, StmtKind, TestKind
 
 __all__ = ["Origin", "Stmt", "IfNode", "LoopNode", "Jump", "Region", "RegionCall", "HostStmt", "If", "Loop",
-           "Program", "code"]
+           "Program", "code", "host_nodes", "exits"]
 
 _EMPTY = cst.Module([])
 
@@ -166,6 +166,19 @@ def host_nodes(nodes: list):
             yield from host_nodes(node.orelse)
         elif isinstance(node, Loop):
             yield from host_nodes(node.body)
+
+
+def exits(nodes: list) -> bool:
+    """The host nodes never go on to what follows them: they end in a return, raise, break or continue,
+    or in an `if` whose arms both do."""
+    if not nodes:
+        return False
+    last = nodes[-1]
+    if isinstance(last, HostStmt):
+        return isinstance(last.node, (cst.Return, cst.Raise, cst.Break, cst.Continue))
+    if isinstance(last, If):
+        return exits(last.body) and exits(last.orelse)
+    return False
 
 
 class Program:

@@ -1,10 +1,14 @@
-"""Liveness over the host tree: region inputs are live-in, outputs live-out."""
+"""Liveness over the host tree: region inputs are live-in, outputs live-out.
+
+Code after a node that never falls through (a `return`, or an `if` whose arms both return once a
+shape decision is folded to the arm that does) never runs: it is dropped first, so it reads nothing.
+"""
 from __future__ import annotations
 
 import libcst as cst
 
 from .syntax import reads_writes
-from .cfg import HostStmt, If, Loop, RegionCall
+from .cfg import HostStmt, If, Loop, RegionCall, exits
 from .kinds import LoopKind, StmtKind
 
 __all__ = ["assign_region_signatures"]
@@ -95,7 +99,22 @@ def _drop_dead(nodes: list) -> list:
     return out
 
 
+def _reachable(nodes: list) -> list:
+    """`nodes` without what follows a node that never falls through, in every arm and loop body."""
+    out = []
+    for node in nodes:
+        if isinstance(node, If):
+            node.body, node.orelse = _reachable(node.body), _reachable(node.orelse)
+        elif isinstance(node, Loop):
+            node.body = _reachable(node.body)
+        out.append(node)
+        if exits([node]):
+            break
+    return out
+
+
 def assign_region_signatures(body: list, params: list[str], variables: set[str]) -> list:
-    """Fill in each region's inputs and outputs; drop regions whose results are unused."""
+    """Fill in each region's inputs and outputs; drop unreachable code and regions whose results are unused."""
+    body = _reachable(body)
     _live(body, set(), variables)
     return _drop_dead(body)

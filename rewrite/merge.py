@@ -16,24 +16,13 @@ import libcst as cst
 from .build import substitute
 from .syntax import reads_writes
 from .cfg import Stmt
-from .cfg import HostStmt, If, Loop, Region, RegionCall
+from .cfg import HostStmt, If, Loop, Region, RegionCall, exits
 
 __all__ = ["tail_merge", "merge_across_host"]
 
 
-def _terminates(nodes: list) -> bool:
-    if not nodes:
-        return False
-    last = nodes[-1]
-    if isinstance(last, HostStmt):
-        return isinstance(last.node, (cst.Return, cst.Raise, cst.Break, cst.Continue))
-    if isinstance(last, If):
-        return _terminates(last.body) and _terminates(last.orelse)
-    return False
-
-
 def _ends_in_region(nodes: list) -> bool:
-    if not nodes or _terminates(nodes):
+    if not nodes or exits(nodes):
         return False
     last = nodes[-1]
     if isinstance(last, RegionCall):
@@ -77,7 +66,7 @@ def _known_in(stmts: list, facts: dict) -> list:
 
 
 def _push_arm(arm: list, stmts: list, origin, new_region) -> None:
-    if _terminates(arm):
+    if exits(arm):
         return
     last = arm[-1] if arm else None
     if isinstance(last, RegionCall):

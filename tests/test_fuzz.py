@@ -460,3 +460,86 @@ def test_state_grown_under_an_earlier_arm_gets_a_symbolic_dim(tmp_path, backend,
     assert len(outputs) > 10
     # the region of the second iteration's growing arm reads acc 1 or 2 columns wide: dim 1 follows the path
     assert {sig[1][0][1] for sig in result.exploration.records[reader].examples} == {1, 2}
+
+
+def test_code_after_arms_that_all_return_once_a_shape_test_folds_is_dropped(converted, tmp_path):
+    # Found by the fuzzer: `h.shape[0] > 1` folded to its returning `else`, so nothing after the value
+    # decision runs; that dead code still read `feats`, which the host never bound (step fold_shapes failed).
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_fold_dead_tail.py"), check=6)
+    host = open(os.path.join(result.out, "host.py")).read()
+    assert "feats" not in host and "head_L36" not in host
+    net = dycl.load(result.out)
+    model = result.spec.model
+    arms = set()
+    for shift in (3.0, -3.0, 0.0):
+        x = torch.randn(1, 4, generator=torch.Generator().manual_seed(1)) + shift
+        with torch.no_grad():
+            arms.add(bool(model.layers[0](x).sum() > 0))
+            expected = model(x)[0].numpy()
+        np.testing.assert_allclose(net(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
+    assert arms == {True, False}
+    outcome = fuzz.run_program(os.path.join(MODELS, "fuzz_fold_dead_tail.py"), "onnxruntime", str(tmp_path / "fz"))
+    assert outcome.kind == "matched", outcome
+
+
+def test_argmax_of_a_near_tie_is_no_decision(tmp_path):
+    # Found by the fuzzer (--seed 21): tanh saturated to 1.0 and 0.9999999 in one row; onnxruntime's argmax
+    # picked the other one, and the check failed the conversion with η = 1 at δ = 3e-7.
+    from dycl.check import decides_differently
+
+    outcome = fuzz.run_program(os.path.join(MODELS, "fuzz_tanh_tie.py"), "onnxruntime", str(tmp_path / "out"))
+    assert outcome.kind == "matched", outcome
+    tie = np.array([[1.0, -1.0, 0.9999999, -1.0]], np.float32)
+    assert not decides_differently(tie, tie[:, [2, 1, 0, 3]], 1e-4)  # within δ of each other: no decision
+    apart = np.array([[1.0, -1.0, 0.999, -1.0]], np.float32)
+    assert decides_differently(apart, apart[:, [2, 1, 0, 3]], 1e-4)  # 1e-3 apart: the original decides
+    big = np.array([[3000.0, 2999.8]], np.float32)  # relative above 1, as δ is
+    assert not decides_differently((big,), (big[:, ::-1].copy(),), 1e-4)
+    assert decides_differently({"a": big}, {"a": big[:, ::-1].copy()}, 1e-6)
+    assert decides_differently([np.array([1, 2])], [np.array([1, 3])], 1e-4)  # integers decide exactly
+    assert not decides_differently((np.zeros((0, 4), np.float32), 3), (np.zeros((0, 4), np.float32), 3), 1e-4)
+
+
+def test_fused_graph_does_not_take_a_list_an_arm_grew(converted):
+    # Found by the fuzzer (--seed 21): the graph fused after `if g: feats.append(h)` took `feats` as one item.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_grown_list_fused.py"), check=6)
+    assert not any("feats" in [p.name for p in s.inputs] for s in result.signatures if s.fuses)
+    net = dycl.load(result.out)
+    model = result.spec.model
+    lengths = set()
+    for shift in (3.0, -3.0, 0.0, -10.0, -30.0):  # the `if` holds at -10 and below, where no sample goes
+        x = torch.randn(1, 4, generator=torch.Generator().manual_seed(2)) * 3 + shift
+        with torch.no_grad():
+            expected = model(x)[0]
+        got = net(x.numpy())[0]
+        lengths.add(len(expected))
+        assert len(got) == len(expected)
+        for e, g in zip(expected, got):
+            np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
+    assert lengths == {1, 2}
+
+
+def test_graph_fused_in_a_loop_body_gives_back_what_its_next_iteration_reads(converted):
+    # Found by the fuzzer (--seed 33): the graph fused before a `continue` did not return `h`, which only
+    # its own next run reads, so the second iteration started from the first one's `h`.
+    import torch
+
+    import dycl
+
+    result = converted(os.path.join(MODELS, "fuzz_fused_loop_carry.py"), check=6)
+    assert result.check.passed, result.check.failure
+    fused = [s for s in result.signatures if s.fuses]
+    assert fused and "h" in [p.name for p in fused[0].outputs]
+    net = dycl.load(result.out)
+    for (x,) in result.spec.sample_inputs(6, seed=3):
+        with torch.no_grad():
+            expected = result.spec.model(x)
+        assert fuzz.same(expected, net(x.numpy())) == ""

@@ -58,3 +58,23 @@ def test_a_loop_carries_what_its_next_iteration_reads():
     """)
     assert "h, cond_L17 = regions.lin_L16(x)" in text and "while cond_L17:" in text
     assert "h, cond_L17 = regions.lin_L18(h)" in text and "def lin_L18(h):" in text
+
+
+def test_code_after_an_if_whose_arms_both_return_is_dropped():
+    # With `x.shape[0] > 1` folded to its `else`, both arms of the value decision return: the region after
+    # them never runs, and must not read `feats`, which nothing live binds.
+    text = program_after("liveness", """
+        def forward(self, x):
+            h = self.lin(x)
+            feats = [h]
+            if h.sum() > 0:
+                return h
+            elif x.shape[0] > 1:
+                h = self.lin(h)
+            else:
+                return self.gate(h)
+            feats.append(h)
+            return self.lin(h)
+    """, fixed={"L20": False})
+    assert "feats.append" not in text and "self.lin(h)" not in text
+    assert "out_L23 = regions.gate_L23(h)\n        return out_L23\n\n\ndef lin_L16(x):" in text

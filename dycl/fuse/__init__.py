@@ -63,6 +63,8 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
             raise
     returns = None
     outside = names_outside(program, {id(n) for n in run})
+    if _in_loop(program.body, run[0]):  # the next iteration runs it again on what it leaves in the host
+        outside |= set(ctx.inputs)
     if block.ret is not None:
         returns = _returned_names(ctx.returns)
         live, vals = returns, block.ret
@@ -117,6 +119,11 @@ def _build(program: Program, run: list, name: str, params: list[Param], regions:
     if returns is not None:
         block.returns = ctx.returns[0][0]
     return model, fused, block
+
+
+def _in_loop(nodes: list, first) -> bool:
+    """Whether `first` is in the body of a host loop in `nodes`."""
+    return any(isinstance(n, Loop) and any(m is first for m in host_nodes(n.body)) for n in host_nodes(nodes))
 
 
 def _host_list(value) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from hostgen.fused import FusedBlock
-from rewrite.syntax import reads_writes
+from rewrite.syntax import MUTATORS, reads_writes
 from rewrite.cfg import HostStmt, If, Loop, Program, RegionCall
 from rewrite.kinds import LoopKind
 
@@ -147,6 +147,8 @@ class Types:
                     for name, part in zip(names, parts):
                         if name:
                             self._set(name, part)
+            elif isinstance(node, HostStmt) and (grown := _grown(node.node, self.kinds)):
+                self.kinds[grown] = None  # `if g: feats.append(h)`: its length is not known here
             elif isinstance(node, If):
                 self._walk(node.body)
                 self._walk(node.orelse)
@@ -251,6 +253,17 @@ def _is_break_if(node) -> bool:
 def _empty_list(stmt) -> bool:
     return isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name) \
         and isinstance(stmt.value, cst.List) and not stmt.value.elements
+
+
+def _grown(stmt, kinds: dict) -> str | None:
+    """The list `stmt` changes in place (`feats.append(h)`, `feats += [h]`), or None."""
+    if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) and isinstance(stmt.value.func, cst.Attribute) \
+            and stmt.value.func.attr.value in MUTATORS and isinstance(stmt.value.func.value, cst.Name):
+        return stmt.value.func.value.value
+    if isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name) \
+            and (kinds.get(stmt.target.value) or ("",))[0] in ("list", "tuple"):
+        return stmt.target.value
+    return None
 
 
 def _append(stmt) -> bool:
