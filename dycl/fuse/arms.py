@@ -18,11 +18,9 @@ in memory), so a run is split at `MAX_SPLITS` decisions at most, into up to
 """
 from __future__ import annotations
 
-import libcst as cst
-
 from rewrite.cfg import HostStmt, If, Loop, RegionCall
 from rewrite.kinds import DecisionClass
-from rewrite.syntax import reads_writes
+from rewrite.syntax import reads_writes, target_names
 
 from ..shape_deps import names_in
 from .runs import _returns
@@ -61,13 +59,5 @@ def _written(nodes: list) -> set[str]:
         elif isinstance(node, Loop):
             names |= _written(node.body)
             if node.target is not None:
-                names.update(n.value for n in _target_names(node.target))
+                names.update(target_names(node.target))
     return names
-
-
-def _target_names(target: cst.BaseExpression):
-    if isinstance(target, cst.Name):
-        yield target
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
