@@ -7,7 +7,7 @@ import onnx
 from onnx import helper
 
 __all__ = ["attr", "subgraphs", "defined", "rename_refs", "Names", "uniquify", "use_counts", "prune", "reads",
-           "all_reads", "all_names", "value_shapes", "has_loop", "loop_shapes", "name_nodes"]
+           "all_reads", "all_names", "value_shapes", "has_loop", "loop_shapes", "constant_tensor", "name_nodes"]
 
 
 def attr(node, name, default=None):
@@ -198,6 +198,25 @@ def loop_shapes(model: onnx.ModelProto, declared: dict) -> dict[str, tuple]:
 
     declare(typed.graph)
     return value_shapes(typed)
+
+
+def constant_tensor(name: str, scopes: list):
+    """The tensor of the initializer or Constant node defining `name` (through Identity nodes) in the
+    innermost of `scopes` that defines it (None: not a constant)."""
+    for depth in range(len(scopes), 0, -1):
+        graph = scopes[depth - 1]
+        for tensor in graph.initializer:
+            if tensor.name == name:
+                return tensor
+        maker = next((n for n in graph.node if name in n.output), None)
+        if maker is not None and maker.op_type == "Identity":  # torch's export shares equal weights so
+            return constant_tensor(maker.input[0], scopes[:depth])
+        if maker is not None:  # a Constant node, or no constant
+            value = attr(maker, "value") if maker.op_type == "Constant" and maker.domain in ("", "ai.onnx") else None
+            return value if isinstance(value, onnx.TensorProto) else None
+        if name in {i.name for i in graph.input}:
+            return None
+    return None
 
 
 def name_nodes(graph, count) -> None:

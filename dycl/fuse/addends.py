@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..onnx_graph import Names, attr, has_loop, loop_shapes, subgraphs, use_counts
+from ..onnx_graph import Names, attr, constant_tensor, has_loop, loop_shapes, subgraphs, use_counts
 
 __all__ = ["fold_addends"]
 
@@ -96,7 +96,7 @@ def _fold(gemm, body, scopes: list, shapes: dict, names: Names) -> list:
     outside = _outside(gemm.input[2], body, outer, names) if len(gemm.input) > 2 and gemm.input[2] else ""
     if outside is None:
         return []
-    weight = _initializer(gemm.input[1], [*scopes, body])
+    weight = constant_tensor(gemm.input[1], [*scopes, body])
     if weight is None:
         return []
     elem = weight.data_type
@@ -137,7 +137,7 @@ def _fold(gemm, body, scopes: list, shapes: dict, names: Names) -> list:
 def _widths(split, scopes: list, total: int) -> list[int] | None:
     """The widths of `split`'s outputs, where they are constants."""
     if len(split.input) > 1 and split.input[1]:
-        tensor = _initializer(split.input[1], scopes)
+        tensor = constant_tensor(split.input[1], scopes)
         if tensor is None:
             return None
         widths = [int(v) for v in numpy_helper.to_array(tensor)]
@@ -179,16 +179,6 @@ def _outside(name: str, body, outer, names: Names) -> str | None:
         return copy.name
     local = {i.name for i in body.input} | {o for n in body.node for o in n.output}
     return None if name in local else name
-
-
-def _initializer(name: str, scopes: list):
-    for graph in reversed(scopes):
-        tensor = next((t for t in graph.initializer if t.name == name), None)
-        if tensor is not None:
-            return tensor
-        if name in {i.name for i in graph.input} or any(name in n.output for n in graph.node):
-            return None
-    return None
 
 
 def _replace_reads(body, old: str, new: str) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..onnx_graph import Names, attr, has_loop, loop_shapes, subgraphs, use_counts
+from ..onnx_graph import Names, attr, constant_tensor, has_loop, loop_shapes, subgraphs, use_counts
 
 __all__ = ["hoist"]
 
@@ -78,7 +78,7 @@ class _Rewrite:
                 continue
             table = gather.input[0]
             weight, bias = _product(gemm, scopes + [body])
-            if weight is None or table in local and not _constant(table, [body]):
+            if weight is None or table in local and not constant_tensor(table, [body]):
                 continue
             rank = self._rank(table, scopes + [body])
             axis = attr(gather, "axis", 0)
@@ -96,7 +96,7 @@ class _Rewrite:
         return before
 
     def _rank(self, name: str, scopes: list) -> int | None:
-        tensor = _constant(name, scopes)
+        tensor = constant_tensor(name, scopes)
         if tensor is not None:
             return len(tensor.dims)
         shape = self.shapes.get(name)
@@ -104,7 +104,7 @@ class _Rewrite:
 
     def _project(self, table: str, weight: np.ndarray, bias, scopes: list, body, before: list) -> str | None:
         """The name of `table @ weight + bias`: a new constant of the body, or computed before the loop."""
-        tensor = _constant(table, scopes + [body])
+        tensor = constant_tensor(table, scopes + [body])
         if tensor is not None:
             if tensor.data_type not in _FLOATS or tensor.data_location == onnx.TensorProto.EXTERNAL:
                 return None
@@ -145,14 +145,14 @@ class _Rewrite:
             return
         extra = None
         if len(other.input) > 2 and other.input[2]:
-            c = _constant(other.input[2], scopes + [body])
+            c = constant_tensor(other.input[2], scopes + [body])
             if c is None:
                 return
             extra = numpy_helper.to_array(c)
             if extra.ndim > 1 and extra.shape[0] != 1:
                 return  # a bias with rows: it does not broadcast over P's rows
             extra = extra.reshape(-1)
-        weight = _constant(other.input[1], scopes + [body])
+        weight = constant_tensor(other.input[1], scopes + [body])
         if weight is None or not self._add_to(gather.input[0], extra, scopes, body, before):
             return
         fused = helper.make_node("Gemm", [other.input[0], other.input[1], row], list(add.output),
@@ -197,7 +197,7 @@ class _Rewrite:
 def _product(node, scopes: list):
     """(weight as a [K, N] array, bias as an [N] array or None) of a Gemm or MatMul by constants; (None, None)
     for any other product (a transposed or scaled input, a non-constant weight, a bias with rows)."""
-    tensor = _constant(node.input[1], scopes)
+    tensor = constant_tensor(node.input[1], scopes)
     if tensor is None or tensor.data_type not in _FLOATS or len(tensor.dims) != 2 \
             or tensor.data_location == onnx.TensorProto.EXTERNAL:
         return None, None
@@ -210,29 +210,10 @@ def _product(node, scopes: list):
         weight = weight.T
     bias = None
     if len(node.input) > 2 and node.input[2]:
-        c = _constant(node.input[2], scopes)
+        c = constant_tensor(node.input[2], scopes)
         if c is None or c.data_type != tensor.data_type or len(c.dims) > 1 and c.dims[0] != 1:
             return None, None
         bias = numpy_helper.to_array(c).reshape(-1) * np.asarray(attr(node, "beta", 1.0), weight.dtype)
         if bias.shape[0] not in (1, weight.shape[1]):
             return None, None
     return np.ascontiguousarray(weight), bias
-
-
-def _constant(name: str, scopes: list):
-    """The tensor of the initializer or Constant node defining `name` (through Identity nodes) in the
-    innermost of `scopes` that defines it (None: not a constant)."""
-    for depth in range(len(scopes), 0, -1):
-        graph = scopes[depth - 1]
-        for tensor in graph.initializer:
-            if tensor.name == name:
-                return tensor
-        maker = next((n for n in graph.node if name in n.output), None)
-        if maker is not None and maker.op_type == "Identity":  # torch's export shares equal weights so
-            return _constant(maker.input[0], scopes[:depth])
-        if maker is not None:  # a Constant node (simplify makes them initializers after this pass)
-            value = attr(maker, "value") if maker.op_type == "Constant" and maker.domain in ("", "ai.onnx") else None
-            return value if isinstance(value, onnx.TensorProto) else None
-        if name in {i.name for i in graph.input}:
-            return None
-    return None
