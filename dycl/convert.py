@@ -182,10 +182,11 @@ def _pass_dumper(opts: ConvertOptions):
     return on_pass
 
 
-def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
-    """Run the rewritten program on the example and sample inputs, forcing every decision both ways."""
+@contextlib.contextmanager
+def _exploration_errors(st: ConversionResult):
+    """What running the rewritten program raises, as the diagnostics it stands for."""
     try:
-        _explore(opts, st)
+        yield
     except PythonValueOut as exc:
         raise ConversionError([python_value_out(st.program, exc)]) from None
     except ListLengthChanged as exc:
@@ -193,25 +194,24 @@ def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
     except (ValueError, RewriteMismatch) as exc:
         _length_check(st, exc)
         raise
+
+
+def step_explore(opts: ConvertOptions, st: ConversionResult) -> None:
+    """Run the rewritten program on the example and sample inputs, forcing every decision both ways."""
+    with _exploration_errors(st):
+        _explore(opts, st)
 
 
 def step_fold_shapes(opts: ConvertOptions, st: ConversionResult) -> None:
     """Shape decisions that went one way on every run fold like static config: the program is rewritten
     with them fixed, generated and explored again. Then every region must have been reached, at every
     size the program ran at."""
-    try:
+    with _exploration_errors(st):
         constant = constant_shape_decisions(st)
         if constant:
             st.program = rewrite_model(st.spec.model, st.spec.inputs, fixed=constant)
             step_generate(opts, st)
             _explore(opts, st)
-    except PythonValueOut as exc:
-        raise ConversionError([python_value_out(st.program, exc)]) from None
-    except ListLengthChanged as exc:
-        raise ConversionError([list_length_changed(st.program, exc)]) from None
-    except (ValueError, RewriteMismatch) as exc:
-        _length_check(st, exc)
-        raise
     unreached = [r for r in st.program.regions if not st.exploration.records[r.name].examples]
     if unreached:
         raise ConversionError(unreached_code(unreached))
